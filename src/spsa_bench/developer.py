@@ -1,0 +1,53 @@
+"""The developer's view of a tuning problem: everything an optimizer may see.
+
+An optimizer is built from a :class:`DeveloperView` and its hyperparameters
+only. This class has no field for ground truth (``w_true``, ``theta_peak``,
+``k_elo``, ``peak_elo``, ``start_elo``), and this module imports nothing from
+the oracle, so an optimizer cannot read ground truth by construction.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+def _frozen(values, dtype=np.float64) -> np.ndarray:
+    array = np.array(values, dtype=dtype, copy=True)
+    array.setflags(write=False)
+    return array
+
+
+@dataclass(frozen=True)
+class DeveloperView:
+    """Start point, bounds and perturbation scale per parameter, plus the budget.
+
+    All arrays are shape ``(param,)``, private copies, and read-only, so no
+    optimizer state can alias them (spec errata 7).
+    """
+
+    theta_start: np.ndarray
+    theta_min: np.ndarray
+    theta_max: np.ndarray
+    c_dev: np.ndarray
+    num_pairs: int
+
+    def __post_init__(self) -> None:
+        for name in ("theta_start", "theta_min", "theta_max", "c_dev"):
+            object.__setattr__(self, name, _frozen(getattr(self, name)))
+        shapes = {getattr(self, n).shape for n in ("theta_start", "theta_min", "theta_max", "c_dev")}
+        if len(shapes) != 1 or len(next(iter(shapes))) != 1:
+            raise ValueError(f"developer view arrays must share one 1-d shape, got {shapes}")
+        if np.any(self.theta_min > self.theta_max):
+            raise ValueError("developer bounds: theta_min > theta_max")
+        if not np.all(np.isfinite(self.c_dev)) or np.any(self.c_dev <= 0):
+            raise ValueError("developer perturbation c_dev must be finite and positive")
+
+    @property
+    def num_params(self) -> int:
+        return int(self.theta_start.shape[0])
+
+    def clip(self, theta: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """Clamp ``theta`` (any leading shape, last axis = param) into the bounds."""
+        return np.clip(theta, self.theta_min, self.theta_max, out=out)

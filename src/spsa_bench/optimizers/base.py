@@ -1,0 +1,112 @@
+"""The optimizer interface shared by every optimizer family.
+
+An optimizer is a handful of pure functions closed over its developer view and
+hyperparameters (optax style), acting on a state of arrays shaped
+``(seed, param)`` (or ``(seed,)`` for per-seed scalars):
+
+- ``init(n_seeds) -> state``
+- ``perturbation(iter_local) -> c``, the probe scale ``(seed, param)`` a job
+  dispatched at iteration ``iter_local`` (``(seed,)``) plays with
+- ``update(state, report) -> state``, one report's update; never mutates its inputs
+- ``export(state) -> theta``, the point that is probed and recorded
+- ``extras(state) -> {name: array}``, extra trajectories to record (``x``, ``z``)
+
+Optimizers are built from a :class:`~spsa_bench.developer.DeveloperView` and a
+frozen hyperparameter dataclass only: nothing here can reach ground truth.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from spsa_bench.developer import DeveloperView
+
+
+class Report(NamedTuple):
+    """One arriving report, for all seeds at once.
+
+    n_pairs     (seed,)        pairs N in the report (>= 1)
+    signal      (seed,)        total result S over the report (raw ``net_wins``
+                               or the scaled convention, chosen by the runner)
+    flip        (seed, param)  the job's Rademacher vector, +-1.0
+    c           (seed, param)  the perturbation the job was played with
+    iter_local  (seed,)        the job's dispatch iteration K + 1
+    """
+
+    n_pairs: np.ndarray
+    signal: np.ndarray
+    flip: np.ndarray
+    c: np.ndarray
+    iter_local: np.ndarray
+
+
+State = Any  # a NamedTuple of numpy arrays with leading axis = seed
+
+
+def no_extras(state: State) -> dict[str, np.ndarray]:
+    return {}
+
+
+@dataclass(frozen=True)
+class Optimizer:
+    name: str
+    init: Callable[[int], State]
+    perturbation: Callable[[np.ndarray], np.ndarray]
+    update: Callable[[State, Report], State]
+    export: Callable[[State], np.ndarray]
+    extras: Callable[[State], dict[str, np.ndarray]] = no_extras
+
+
+def hyperparameter(
+    default: float,
+    doc: str,
+    *,
+    minimum: float | None = None,
+    maximum: float | None = None,
+    exclusive_minimum: float | None = None,
+    exclusive_maximum: float | None = None,
+    kind: str = "number",
+) -> Any:
+    """A hyperparameter field: its default, description and valid range.
+
+    The registry turns these into the JSON Schema, the docs and the CLI listing.
+    """
+    bounds = {
+        "minimum": minimum,
+        "maximum": maximum,
+        "exclusiveMinimum": exclusive_minimum,
+        "exclusiveMaximum": exclusive_maximum,
+    }
+    meta = {"doc": doc, "type": kind, **{k: v for k, v in bounds.items() if v is not None}}
+    return field(default=default, metadata=meta)
+
+
+def hyper_schema(hyper_cls: type) -> dict[str, dict]:
+    """JSON Schema properties of a hyperparameter dataclass."""
+    properties = {}
+    for f in dataclasses.fields(hyper_cls):
+        meta = dict(f.metadata)
+        entry = {"type": meta.pop("type"), "description": meta.pop("doc"), "default": f.default}
+        entry.update(meta)
+        properties[f.name] = entry
+    return properties
+
+
+@dataclass(frozen=True)
+class OptimizerSpec:
+    """One row of the optimizer table (see :mod:`spsa_bench.optimizers`)."""
+
+    kind: str
+    family: str
+    description: str
+    hyper: type
+    build: Callable[[DeveloperView, Any], Optimizer]
+
+
+def as_float(values) -> np.ndarray:
+    return np.asarray(values, dtype=np.float64)

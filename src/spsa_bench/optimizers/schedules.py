@@ -1,0 +1,57 @@
+"""SPSA gain schedules in the Fishtest form (spec 001, chapter 3).
+
+With ``num_iter = num_pairs`` and per-parameter ``c_end``::
+
+    c   = c_end * num_iter**gamma          c_k = c / k**gamma
+    a_end = r_end * c_end**2               a   = a_end * (A + num_iter)**alpha
+    a_k = a / (A + k)**alpha               r_k = a_k / c_k**2  (phi-space rate)
+
+so that ``c_k`` and ``a_k`` hit ``c_end`` and ``a_end`` at ``k = num_iter``.
+The server evaluates a report dispatched at pair counter ``K`` with
+``k = iter_local = K + 1``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class GainSchedule:
+    c: np.ndarray  # (param,)
+    a: np.ndarray  # (param,)
+    A: float
+    alpha: float
+    gamma: float
+
+    @classmethod
+    def fishtest(cls, c_end, r_end: float, A: float, alpha: float, gamma: float, num_iter: int):
+        c_end = np.asarray(c_end, dtype=np.float64)
+        c = c_end * float(num_iter) ** gamma
+        a = r_end * c_end**2 * (A + float(num_iter)) ** alpha
+        c.setflags(write=False)
+        a.setflags(write=False)
+        return cls(c=c, a=a, A=float(A), alpha=float(alpha), gamma=float(gamma))
+
+    def c_k(self, k: np.ndarray) -> np.ndarray:
+        """Perturbation at iteration ``k`` (``(seed,)``), shape ``(seed, param)``."""
+        k = np.asarray(k, dtype=np.float64)
+        return self.c[None, :] / (k**self.gamma)[:, None]
+
+    def a_k(self, k: np.ndarray) -> np.ndarray:
+        """Gain numerator at iteration ``k``, shape ``(seed, param)``."""
+        k = np.asarray(k, dtype=np.float64)
+        return self.a[None, :] / ((self.A + k) ** self.alpha)[:, None]
+
+    def gain_shape(self, k: np.ndarray) -> np.ndarray:
+        """The scalar part of ``a_k / c_k``: ``k**gamma / (A + k)**alpha``."""
+        k = np.asarray(k, dtype=np.float64)
+        return k**self.gamma / (self.A + k) ** self.alpha
+
+    def r_k(self, k: np.ndarray) -> np.ndarray:
+        """phi-space learning rate ``a_k / c_k**2`` (the same for every parameter), ``(seed,)``."""
+        k = np.asarray(k, dtype=np.float64)
+        r_end_scale = (self.a / self.c**2)[0]
+        return r_end_scale * k ** (2 * self.gamma) / (self.A + k) ** self.alpha

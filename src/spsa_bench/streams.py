@@ -1,0 +1,60 @@
+"""Random streams, one per (seed, purpose).
+
+Every random number in spsa-bench comes from a ``numpy.random.SeedSequence``
+built from the run's base ``entropy`` and a spawn key ``(seed, purpose, *extra)``.
+A seed's streams therefore never depend on which other seeds run beside it,
+and each purpose has its own stream, so that consuming more or fewer draws for
+one purpose (say, match outcomes at different win probabilities) never shifts
+another (say, the flips): every optimizer at one seed sees the same flips,
+schedule and match uniforms (common random numbers).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+#: Purposes, in a fixed order: the index is part of the spawn key, so never
+#: reorder this tuple (append only).
+PURPOSES: tuple[str, ...] = ("flips", "match", "workers", "durations")
+
+
+def seed_sequence(entropy: int, seed: int, purpose: str, *extra: int) -> np.random.SeedSequence:
+    """The SeedSequence for ``purpose`` at ``seed`` (optionally sub-keyed by ``extra``)."""
+    if purpose not in PURPOSES:
+        raise ValueError(f"unknown random-stream purpose {purpose!r}; known: {PURPOSES}")
+    key = (int(seed), PURPOSES.index(purpose), *(int(e) for e in extra))
+    return np.random.SeedSequence(entropy=int(entropy), spawn_key=key)
+
+
+def generator(entropy: int, seed: int, purpose: str, *extra: int) -> np.random.Generator:
+    """A fresh PCG64 generator for ``purpose`` at ``seed``."""
+    return np.random.Generator(np.random.PCG64(seed_sequence(entropy, seed, purpose, *extra)))
+
+
+def flips(entropy: int, seeds: np.ndarray, num_jobs: int, num_params: int) -> np.ndarray:
+    """Rademacher flips, shape ``(seed, job, param)``, values in {-1, +1} as int8.
+
+    Job ``j`` of seed ``s`` always gets the same flip, whatever the number of
+    jobs drawn (rows are filled in job order from the seed's own stream).
+    """
+    out = np.empty((len(seeds), num_jobs, num_params), dtype=np.int8)
+    for row, seed in enumerate(seeds):  # stream setup only: one draw call per seed
+        bits = generator(entropy, seed, "flips").integers(
+            0, 2, size=(num_jobs, num_params), dtype=np.int8
+        )
+        np.multiply(bits, 2, out=out[row])
+        out[row] -= 1
+    return out
+
+
+def match_uniforms(entropy: int, seeds: np.ndarray, num_pairs: int) -> np.ndarray:
+    """Uniforms in [0, 1) driving the outcome of every pair, shape ``(seed, pair)``.
+
+    Pair ``k`` of seed ``s`` is the ``k``-th pair in dispatch order; its outcome
+    is drawn by inverse CDF from ``u[s, k]`` whatever the probabilities, so two
+    optimizers at one seed differ only where their probabilities differ.
+    """
+    out = np.empty((len(seeds), num_pairs), dtype=np.float64)
+    for row, seed in enumerate(seeds):  # stream setup only: one draw call per seed
+        generator(entropy, seed, "match").random(num_pairs, out=out[row])
+    return out
