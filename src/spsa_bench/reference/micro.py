@@ -1,0 +1,235 @@
+"""Literal per-pair ("micro") reference versions of every optimizer, for one seed.
+
+Each function below is the textbook update written straight from the spec
+formulas and applied ONE PAIR at a time with small numpy vectors (one entry
+per parameter) and Python floats. Nothing here is vectorized over pairs or
+seeds and nothing is shared with :mod:`spsa_bench.optimizers`: the fast
+(macro) optimizers are checked against these loops.
+
+A micro path is driven by a list of :class:`MicroReport`, each carrying the
+per-pair signals of one report: the block mean ``S / N`` repeated ``N`` times
+("micro const-mean", what every block macro claims to reproduce) or the real
+per-pair outcomes ("micro real"), plus the report's flip, probe ``c`` and
+dispatch iteration.
+
+Clamping follows the macros: parameters are clamped at report boundaries
+(theta for SPSA and Adam, x and theta for schedule-free; z never); within a
+report nothing is clamped. ``clamp_every_pair=True`` clamps after every pair
+instead (projected textbook steps); the two agree whenever no bound is hit
+inside a report.
+
+The micro laws (maximising Elo; ``s`` the pair's signal, ``t`` the run's pair
+counter, ``k`` the SPSA micro-iteration starting at the report's
+``iter_local`` and incremented per pair)::
+
+    spsa, spsa-block  theta += (a_k / c_k) * s * flip
+    spsa-cwd          step = (a_k / c_k) * s * flip; delta = theta - theta_start
+                      theta += step - lambda * r_k * delta * (step * delta <= 0)
+    sf-sgd(-block)    l = lr * min(1, t / warmup); z += c * l * s * flip;
+                      W += l; x += (l / W) * (z - x)
+    sf-adam(-block)   g = s * flip; v = b2 v + (1 - b2) g**2; v_hat = v / (1 - b2**t)
+                      z += c * l * g / (sqrt(v_hat) + eps); W, x as sf-sgd
+    adam(-block)      g = -s * flip; m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g**2
+                      theta -= lr * c * (m / (1 - b1**t)) / (sqrt(v / (1 - b2**t)) + eps)
+    ademamix          m1 = b1 m1 + (1 - b1) g; m2 = b3 m2 + (1 - b3) g; v as adam
+                      theta -= l * c * (m1 / (1 - b1**t) + alpha m2)
+                                     / (sqrt(v / (1 - b2**t) + eps_root) + eps)
+
+with the SPSA schedule of spec 001 ch. 3: ``c = c_end * num_iter**gamma``,
+``a = r_end * c_end**2 * (A + num_iter)**alpha``, ``c_k = c / k**gamma``,
+``a_k = a / (A + k)**alpha``, ``r_k = a_k / c_k**2``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import NamedTuple
+
+import numpy as np
+
+from spsa_bench.developer import DeveloperView
+
+
+class MicroReport(NamedTuple):
+    """One report for the micro path of one seed."""
+
+    pair_signals: np.ndarray  # (N,) per-pair signal s, in play order
+    flip: np.ndarray  # (param,) +-1
+    c: np.ndarray  # (param,) the probe the report was played with
+    iter_local: int  # SPSA dispatch iteration of the report
+
+
+def const_mean(pair_signals: np.ndarray) -> np.ndarray:
+    """The block mean ``S / N`` repeated ``N`` times."""
+    pair_signals = np.asarray(pair_signals, dtype=np.float64)
+    return np.full(pair_signals.shape[0], pair_signals.sum() / pair_signals.shape[0])
+
+
+def _warm(t: int, warmup: int) -> float:
+    return min(1.0, t / warmup) if warmup > 0 else 1.0
+
+
+def spsa_micro(
+    view: DeveloperView, hyper, reports: Sequence[MicroReport], *, clamp_every_pair=False, cwd=False
+):
+    c_end = np.array(view.c_dev, dtype=np.float64)
+    num_iter = float(view.num_pairs)
+    c_base = c_end * num_iter**hyper.gamma
+    a_base = hyper.r_end * c_end**2 * (hyper.A + num_iter) ** hyper.alpha
+    lam = float(getattr(hyper, "lambda_cwd", 0.0)) if cwd else 0.0
+    start = np.array(view.theta_start, dtype=np.float64)
+    theta = view.clip(start.copy())
+    out = [theta.copy()]
+    for report in reports:
+        k = int(report.iter_local)
+        for s in report.pair_signals:
+            a_k = a_base / (hyper.A + k) ** hyper.alpha
+            c_k = c_base / k**hyper.gamma
+            step = (a_k / c_k) * float(s) * report.flip
+            if cwd:
+                r_k = (a_k / c_k**2)[0]
+                delta = theta - start
+                mask = step * delta <= 0.0
+                theta = theta + step - lam * r_k * np.where(mask, delta, 0.0)
+            else:
+                theta = theta + step
+            if clamp_every_pair:
+                theta = view.clip(theta)
+            k += 1
+        theta = view.clip(theta)
+        out.append(theta.copy())
+    return {"theta": np.array(out)}
+
+
+def schedule_free_micro(
+    view: DeveloperView,
+    hyper,
+    reports: Sequence[MicroReport],
+    *,
+    adam: bool,
+    clamp_every_pair=False,
+):
+    lr, warmup = float(hyper.lr), int(hyper.warmup_pairs)
+    beta = float(hyper.beta1) if adam else float(hyper.beta)
+    z = np.array(view.theta_start, dtype=np.float64)
+    x = view.clip(z.copy())
+    v = np.zeros_like(z)
+    weight_sum, t = 0.0, 0
+    thetas, xs, zs = [view.clip(z.copy())], [x.copy()], [z.copy()]
+    for report in reports:
+        for s in report.pair_signals:
+            t += 1
+            rate = lr * _warm(t, warmup)
+            g = float(s) * report.flip
+            if adam:
+                v = hyper.beta2 * v + (1.0 - hyper.beta2) * g * g
+                v_hat = v / (1.0 - hyper.beta2**t)
+                z = z + report.c * rate * g / (np.sqrt(v_hat) + hyper.eps)
+            else:
+                z = z + report.c * rate * g
+            weight_sum += rate
+            if weight_sum > 0.0:
+                x = x + (rate / weight_sum) * (z - x)
+            if clamp_every_pair:
+                x = view.clip(x)
+        x = view.clip(x)
+        thetas.append(view.clip((1.0 - beta) * z + beta * x))
+        xs.append(x.copy())
+        zs.append(z.copy())
+    return {"theta": np.array(thetas), "x": np.array(xs), "z": np.array(zs)}
+
+
+def adam_micro(
+    view: DeveloperView, hyper, reports: Sequence[MicroReport], *, clamp_every_pair=False
+):
+    theta = view.clip(np.array(view.theta_start, dtype=np.float64))
+    m = np.zeros_like(theta)
+    v = np.zeros_like(theta)
+    t = 0
+    out = [theta.copy()]
+    for report in reports:
+        for s in report.pair_signals:
+            t += 1
+            g = -float(s) * report.flip
+            m = hyper.beta1 * m + (1.0 - hyper.beta1) * g
+            v = hyper.beta2 * v + (1.0 - hyper.beta2) * g * g
+            m_hat = m / (1.0 - hyper.beta1**t)
+            v_hat = v / (1.0 - hyper.beta2**t)
+            theta = theta - hyper.lr * report.c * m_hat / (np.sqrt(v_hat) + hyper.eps)
+            if clamp_every_pair:
+                theta = view.clip(theta)
+        theta = view.clip(theta)
+        out.append(theta.copy())
+    return {"theta": np.array(out)}
+
+
+def ademamix_micro(
+    view: DeveloperView, hyper, reports: Sequence[MicroReport], *, clamp_every_pair=False
+):
+    theta = view.clip(np.array(view.theta_start, dtype=np.float64))
+    m1 = np.zeros_like(theta)
+    m2 = np.zeros_like(theta)
+    v = np.zeros_like(theta)
+    t = 0
+    out = [theta.copy()]
+    for report in reports:
+        for s in report.pair_signals:
+            t += 1
+            g = -float(s) * report.flip
+            m1 = hyper.beta1 * m1 + (1.0 - hyper.beta1) * g
+            m2 = hyper.beta3 * m2 + (1.0 - hyper.beta3) * g
+            v = hyper.beta2 * v + (1.0 - hyper.beta2) * g * g
+            m1_hat = m1 / (1.0 - hyper.beta1**t)
+            v_hat = v / (1.0 - hyper.beta2**t)
+            rate = hyper.lr * _warm(t, int(hyper.warmup_pairs))
+            denom = np.sqrt(v_hat + hyper.eps_root) + hyper.eps
+            theta = theta - rate * report.c * (m1_hat + hyper.alpha * m2) / denom
+            if clamp_every_pair:
+                theta = view.clip(theta)
+        theta = view.clip(theta)
+        out.append(theta.copy())
+    return {"theta": np.array(out)}
+
+
+def run_micro(
+    kind: str,
+    view: DeveloperView,
+    hyper,
+    reports: Sequence[MicroReport],
+    *,
+    clamp_every_pair: bool = False,
+) -> dict[str, np.ndarray]:
+    """The micro path of optimizer ``kind`` at report boundaries.
+
+    Returns ``{"theta": (report + 1, param)}`` (row 0 is the start), plus
+    ``"x"`` and ``"z"`` for the schedule-free kinds. ``hyper`` is the kind's
+    hyperparameter dataclass; block-only knobs (sf-adam-block's mu2 prior and
+    damping ablation) have no per-pair meaning and are ignored.
+    """
+    if kind not in MICRO:
+        raise ValueError(f"no micro reference for optimizer kind {kind!r}; known: {sorted(MICRO)}")
+    return MICRO[kind](view, hyper, reports, clamp_every_pair=clamp_every_pair)
+
+
+MICRO = {
+    "spsa": spsa_micro,
+    "spsa-block": spsa_micro,
+    "spsa-cwd": lambda view, hyper, reports, **kw: spsa_micro(view, hyper, reports, cwd=True, **kw),
+    "sf-sgd": lambda view, hyper, reports, **kw: schedule_free_micro(
+        view, hyper, reports, adam=False, **kw
+    ),
+    "sf-sgd-block": lambda view, hyper, reports, **kw: schedule_free_micro(
+        view, hyper, reports, adam=False, **kw
+    ),
+    "sf-adam": lambda view, hyper, reports, **kw: schedule_free_micro(
+        view, hyper, reports, adam=True, **kw
+    ),
+    "sf-adam-block": lambda view, hyper, reports, **kw: schedule_free_micro(
+        view, hyper, reports, adam=True, **kw
+    ),
+    "adam": adam_micro,
+    "adam-block": adam_micro,
+    "ademamix": ademamix_micro,
+}
+
+__all__ = ["MICRO", "MicroReport", "const_mean", "run_micro"]

@@ -1,0 +1,526 @@
+"""Macro-versus-micro validation of the optimizers.
+
+Every fast (macro) optimizer compresses the ``N`` pairs of a report into one
+update. This module replays one open-loop sequence of reports (random sizes
+``N_i``, per-pair outcomes in {-2, ..., 2}, their sums ``S_i``, Rademacher
+flips) through three paths and compares them at report boundaries:
+
+- ``macro``             the optimizer from :data:`spsa_bench.optimizers.REGISTRY`,
+                        vectorized over seeds (:func:`run_macro`);
+- ``micro_const_mean``  the literal per-pair reference
+                        (:mod:`spsa_bench.reference.micro`) fed ``S_i / N_i``
+                        for every pair of report ``i``;
+- ``micro_real``        the same reference fed the real per-pair outcomes.
+
+The outcomes do not depend on the parameters (open loop), so all paths see
+the same signals and any difference is the aggregation error of the macro.
+
+:func:`validate` writes ``<kind>.nc`` (the three paths), ``<kind>.png`` and
+``<kind>.svg`` (a figure of them) and ``<kind>_gaps.csv`` (the largest
+macro-versus-micro gaps), each atomically.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from spsa_bench.developer import DeveloperView
+from spsa_bench.optimizers import Optimizer, Report, build, get_spec, hyper_from_dict
+from spsa_bench.reference.micro import MicroReport, run_micro
+
+PATHS = ("macro", "micro_const_mean", "micro_real")
+SIZE_LAWS = ("uniform", "pow2", "fixed")
+
+#: Outcome probabilities (LL, DL, DD, WD, WW) used when the pentanomial model
+#: is not available: a slightly favourable, draw-heavy pair.
+FALLBACK_PROBABILITIES = np.array([0.05, 0.20, 0.44, 0.24, 0.07])
+
+
+def outcome_probabilities(elo_gap: float) -> np.ndarray:
+    """Pair-outcome probabilities for a hero ``elo_gap`` Elo stronger than its opponent."""
+    try:
+        from spsa_bench.pentanomial import probabilities
+    except ImportError:  # pragma: no cover - the pentanomial model ships with the package
+        return FALLBACK_PROBABILITIES.copy()
+    return np.asarray(probabilities(-float(elo_gap)), dtype=np.float64).reshape(5)
+
+
+def _generator(seed: int, purpose: int) -> np.random.Generator:
+    return np.random.Generator(
+        np.random.PCG64(np.random.SeedSequence(entropy=int(seed), spawn_key=(purpose,)))
+    )
+
+
+@dataclass(frozen=True)
+class ReportSequence:
+    """An open-loop sequence of reports for several seeds (played one after another).
+
+    n_pairs   (seed, report)         pairs ``N_i`` of each report
+    outcomes  (seed, pair)           per-pair results in {-2..2}, in play order,
+                                     zero-padded past each seed's total
+    offsets   (seed, report + 1)     report ``i`` of seed ``s`` is
+                                     ``outcomes[s, offsets[s, i]:offsets[s, i + 1]]``
+    flips     (seed, report, param)  Rademacher flips, +-1.0
+    """
+
+    n_pairs: np.ndarray
+    outcomes: np.ndarray
+    offsets: np.ndarray
+    flips: np.ndarray
+
+    @property
+    def n_seeds(self) -> int:
+        return int(self.n_pairs.shape[0])
+
+    @property
+    def n_reports(self) -> int:
+        return int(self.n_pairs.shape[1])
+
+    @property
+    def n_params(self) -> int:
+        return int(self.flips.shape[2])
+
+    @property
+    def signal(self) -> np.ndarray:
+        """Total result ``S_i`` of every report, (seed, report)."""
+        cumulative = np.concatenate(
+            [np.zeros((self.n_seeds, 1)), np.cumsum(self.outcomes, axis=1)], axis=1
+        )
+        return np.take_along_axis(cumulative, self.offsets[:, 1:], 1) - np.take_along_axis(
+            cumulative, self.offsets[:, :-1], 1
+        )
+
+    @property
+    def iter_local(self) -> np.ndarray:
+        """Dispatch iteration ``1 + pairs played before``, (seed, report) int64."""
+        return self.offsets[:, :-1] + 1
+
+    def pair_signals(self, seed_index: int, report: int) -> np.ndarray:
+        lo, hi = self.offsets[seed_index, report], self.offsets[seed_index, report + 1]
+        return self.outcomes[seed_index, lo:hi].astype(np.float64)
+
+
+def make_reports(
+    n_reports: int,
+    n_params: int,
+    *,
+    n_seeds: int = 1,
+    seed: int = 0,
+    sizes: str = "uniform",
+    max_pairs: int = 128,
+    shuffle: bool = False,
+    elo_gap: float = 5.0,
+) -> ReportSequence:
+    """Draw an open-loop report sequence.
+
+    sizes      ``"uniform"``: ``N`` uniform on 1..max_pairs; ``"pow2"``: a power of
+               two up to max_pairs, uniform over the exponents; ``"fixed"``: max_pairs
+    elo_gap    the hero's fixed Elo advantage setting the outcome distribution
+               (the pentanomial model), so the per-pair mean is slightly positive
+    shuffle    permute the order of the reports (sizes, outcomes and flips move
+               together): the same multiset of reports as ``shuffle=False``
+
+    Streams: ``SeedSequence(entropy=seed, spawn_key=(k,))`` with k = 0 sizes,
+    1 outcomes, 2 flips, 3 the shuffle permutation.
+    """
+    if sizes not in SIZE_LAWS:
+        raise ValueError(f"sizes must be one of {SIZE_LAWS}, got {sizes!r}")
+    if n_reports < 1 or n_params < 1 or n_seeds < 1 or max_pairs < 1:
+        raise ValueError("n_reports, n_params, n_seeds and max_pairs must be positive")
+    if sizes == "uniform":
+        n_pairs = _generator(seed, 0).integers(1, max_pairs + 1, size=(n_seeds, n_reports))
+    elif sizes == "pow2":
+        top = int(np.floor(np.log2(max_pairs)))
+        n_pairs = 2 ** _generator(seed, 0).integers(0, top + 1, size=(n_seeds, n_reports))
+    else:
+        n_pairs = np.full((n_seeds, n_reports), max_pairs)
+    n_pairs = n_pairs.astype(np.int64)
+    totals = n_pairs.sum(axis=1)
+    probabilities = outcome_probabilities(elo_gap)
+    outcomes = _generator(seed, 1).choice(
+        np.arange(-2, 3), size=(n_seeds, int(totals.max())), p=probabilities
+    )
+    for row, total in enumerate(totals):
+        outcomes[row, total:] = 0
+    flips = 2.0 * _generator(seed, 2).integers(0, 2, size=(n_seeds, n_reports, n_params)) - 1.0
+    offsets = np.concatenate(
+        [np.zeros((n_seeds, 1), dtype=np.int64), np.cumsum(n_pairs, axis=1)], axis=1
+    )
+    sequence = ReportSequence(n_pairs, outcomes.astype(np.float64), offsets, flips)
+    if shuffle:
+        sequence = _permute(sequence, _generator(seed, 3))
+    return sequence
+
+
+def _permute(sequence: ReportSequence, rng: np.random.Generator) -> ReportSequence:
+    n_pairs = np.empty_like(sequence.n_pairs)
+    outcomes = np.zeros_like(sequence.outcomes)
+    flips = np.empty_like(sequence.flips)
+    for row in range(sequence.n_seeds):  # test-data preparation, not an optimizer
+        order = rng.permutation(sequence.n_reports)
+        n_pairs[row] = sequence.n_pairs[row, order]
+        flips[row] = sequence.flips[row, order]
+        chunks = [sequence.pair_signals(row, i) for i in order]
+        joined = np.concatenate(chunks)
+        outcomes[row, : joined.shape[0]] = joined
+    offsets = np.concatenate(
+        [np.zeros((sequence.n_seeds, 1), dtype=np.int64), np.cumsum(n_pairs, axis=1)], axis=1
+    )
+    return ReportSequence(n_pairs, outcomes, offsets, flips)
+
+
+def validation_view(
+    n_params: int,
+    num_pairs: int,
+    *,
+    c_dev: float = 10.0,
+    theta_min: float = 0.0,
+    theta_max: float = 2000.0,
+) -> DeveloperView:
+    """A developer view for validation: starts alternate 900 / 1100, one ``c_dev``, wide bounds."""
+    start = np.where(np.arange(n_params) % 2 == 0, 900.0, 1100.0)
+    return DeveloperView(
+        theta_start=start,
+        theta_min=np.full(n_params, float(theta_min)),
+        theta_max=np.full(n_params, float(theta_max)),
+        c_dev=np.full(n_params, float(c_dev)),
+        num_pairs=int(num_pairs),
+    )
+
+
+def run_macro(optimizer: Optimizer, sequence: ReportSequence) -> dict[str, np.ndarray]:
+    """Run ``optimizer`` over ``sequence`` for all seeds at once.
+
+    Returns the trajectory at report boundaries: ``"theta"`` (the export) and
+    every extra (``"x"``, ``"z"`` for schedule-free), each shaped
+    (seed, report + 1, param) with index 0 the initial state.
+    """
+    state = optimizer.init(sequence.n_seeds)
+    signal = sequence.signal
+    records: dict[str, list[np.ndarray]] = {}
+
+    def record(current) -> None:
+        for name, values in {
+            "theta": optimizer.export(current),
+            **optimizer.extras(current),
+        }.items():
+            records.setdefault(name, []).append(np.array(values, dtype=np.float64, copy=True))
+
+    record(state)
+    for i in range(sequence.n_reports):
+        iter_local = sequence.iter_local[:, i].copy()
+        report = Report(
+            n_pairs=sequence.n_pairs[:, i].copy(),
+            signal=signal[:, i].copy(),
+            flip=sequence.flips[:, i].copy(),
+            c=optimizer.perturbation(iter_local),
+            iter_local=iter_local,
+        )
+        state = optimizer.update(state, report)
+        record(state)
+    return {name: np.stack(values, axis=1) for name, values in records.items()}
+
+
+def micro_reports(
+    optimizer: Optimizer, sequence: ReportSequence, seed_index: int, mode: str
+) -> list[MicroReport]:
+    """The reports of one seed for the micro reference (``mode``: ``"const_mean"``/``"real"``)."""
+    if mode not in ("const_mean", "real"):
+        raise ValueError(f"mode must be 'const_mean' or 'real', got {mode!r}")
+    out = []
+    for i in range(sequence.n_reports):
+        signals = sequence.pair_signals(seed_index, i)
+        if mode == "const_mean":
+            signals = np.full(signals.shape[0], signals.sum() / signals.shape[0])
+        iter_local = sequence.iter_local[:, i]
+        c = optimizer.perturbation(iter_local)[seed_index]
+        out.append(
+            MicroReport(
+                signals, sequence.flips[seed_index, i].copy(), c, int(iter_local[seed_index])
+            )
+        )
+    return out
+
+
+def run_paths(
+    kind: str,
+    view: DeveloperView,
+    hyper,
+    sequence: ReportSequence,
+    seed_index: int = 0,
+    *,
+    clamp_every_pair=False,
+) -> dict[str, dict[str, np.ndarray]]:
+    """The three paths of one seed: ``{path: {name: (report + 1, param)}}``."""
+    optimizer = build(kind, view, hyper)
+    macro = run_macro(optimizer, sequence)
+    paths = {"macro": {name: values[seed_index] for name, values in macro.items()}}
+    for mode in ("const_mean", "real"):
+        reports = micro_reports(optimizer, sequence, seed_index, mode)
+        paths[f"micro_{mode}"] = run_micro(
+            kind, view, hyper, reports, clamp_every_pair=clamp_every_pair
+        )
+    return paths
+
+
+def gap_table(kind: str, paths: dict[str, dict[str, np.ndarray]], param_names) -> list[dict]:
+    """Largest gaps of the macro path against both micro paths, as tidy rows.
+
+    ``max_abs_gap`` is ``max_i |macro_i - micro_i|`` over report boundaries;
+    ``max_rel_gap`` divides it by ``scale = max_i |micro_i - micro_0|``, the
+    reference path's largest excursion from its start (NaN if it never moves).
+    Rows ``param = "all"`` summarise: largest absolute gap, largest relative gap.
+    """
+    rows = []
+    for reference in ("micro_const_mean", "micro_real"):
+        for quantity in paths["macro"]:
+            macro, micro = paths["macro"][quantity], paths[reference][quantity]
+            gap = np.abs(macro - micro).max(axis=0)
+            scale = np.abs(micro - micro[0]).max(axis=0)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                rel = np.where(scale > 0, gap / np.where(scale > 0, scale, 1.0), np.nan)
+            for name, g, s, r in zip(param_names, gap, scale, rel, strict=True):
+                rows.append(_row(kind, reference, quantity, str(name), g, r, s))
+            worst_rel = float(np.nanmax(rel)) if np.any(np.isfinite(rel)) else float("nan")
+            rows.append(_row(kind, reference, quantity, "all", gap.max(), worst_rel, scale.max()))
+    return rows
+
+
+def _row(kind, reference, quantity, param, gap, rel, scale) -> dict:
+    return {
+        "kind": kind,
+        "reference": reference,
+        "quantity": quantity,
+        "param": param,
+        "max_abs_gap": float(gap),
+        "max_rel_gap": float(rel),
+        "scale": float(scale),
+    }
+
+
+def _atomic_write(path: Path, write) -> None:
+    """``write(tmp)`` to a fresh temporary name beside ``path``, then rename it onto ``path``."""
+    tmp = str(path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp"))
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def validate(
+    kind: str,
+    output_dir,
+    *,
+    seed: int = 0,
+    n_reports: int = 200,
+    n_params: int = 4,
+    sizes: str = "uniform",
+    max_pairs: int = 128,
+    shuffle: bool = False,
+    elo_gap: float = 5.0,
+    hyper: dict | None = None,
+    c_dev: float = 10.0,
+    theta_min: float = 0.0,
+    theta_max: float = 2000.0,
+    clamp_every_pair: bool = False,
+    plot_params: int = 3,
+) -> dict[str, Path]:
+    """Compare optimizer ``kind``'s macro path with its two micro paths and write the results.
+
+    Arguments (all but ``kind`` and ``output_dir`` keyword-only):
+
+    kind              an optimizer kind of the registry (``spsa-bench list`` shows them)
+    output_dir        directory for the outputs (created if missing)
+    seed              entropy of the random streams (sizes, outcomes, flips, shuffle)
+    n_reports         number of reports replayed
+    n_params          number of parameters (starts alternate 900 / 1100)
+    sizes             law of the report sizes N_i: "uniform" (1..max_pairs), "pow2"
+                      (powers of two up to max_pairs) or "fixed" (always max_pairs)
+    max_pairs         largest report size
+    shuffle           permute the report order (same reports, different order)
+    elo_gap           fixed Elo advantage that sets the per-pair outcome distribution
+    hyper             hyperparameter overrides for ``kind`` ({name: value}); defaults otherwise
+    c_dev             the developer perturbation of every parameter (theta units)
+    theta_min/max     bounds of every parameter
+    clamp_every_pair  micro paths clamp after every pair (default: at report boundaries,
+                      like the macros)
+    plot_params       how many parameters the figure shows
+
+    Writes ``<kind>.nc`` (dims path, report, param: theta, plus x and z for
+    schedule-free; coordinates pairs, n_pairs, signal; attributes describing the
+    setup), ``<kind>.png`` and ``<kind>.svg`` (theta, x, z and each path's theta
+    minus the macro theta against pairs, for the three paths) and
+    ``<kind>_gaps.csv`` (see :func:`gap_table`). Returns the written paths by
+    role: ``{"netcdf", "png", "svg", "gaps"}``.
+    """
+    spec = get_spec(kind)
+    hyper_obj = hyper_from_dict(kind, hyper)
+    sequence = make_reports(
+        n_reports,
+        n_params,
+        n_seeds=1,
+        seed=seed,
+        sizes=sizes,
+        max_pairs=max_pairs,
+        shuffle=shuffle,
+        elo_gap=elo_gap,
+    )
+    total_pairs = int(sequence.offsets[0, -1])
+    view = validation_view(
+        n_params, total_pairs, c_dev=c_dev, theta_min=theta_min, theta_max=theta_max
+    )
+    paths = run_paths(kind, view, hyper_obj, sequence, 0, clamp_every_pair=clamp_every_pair)
+    param_names = [f"p{i}" for i in range(n_params)]
+    setup = {
+        "kind": kind,
+        "family": spec.family,
+        "description": spec.description,
+        "hyperparameters": json.dumps(dataclasses.asdict(hyper_obj), sort_keys=True),
+        "seed": int(seed),
+        "n_reports": int(n_reports),
+        "sizes": sizes,
+        "max_pairs": int(max_pairs),
+        "shuffle": int(bool(shuffle)),
+        "elo_gap": float(elo_gap),
+        "outcome_probabilities_LL_DL_DD_WD_WW": outcome_probabilities(elo_gap),
+        "c_dev": float(c_dev),
+        "theta_min": float(theta_min),
+        "theta_max": float(theta_max),
+        "total_pairs": total_pairs,
+        "clamping": "every pair" if clamp_every_pair else "report boundaries (micro as macro)",
+        "paths": "macro: fast optimizer; micro_const_mean: per-pair reference fed S_i/N_i; "
+        "micro_real: per-pair reference fed the real outcomes",
+    }
+    output = Path(output_dir)
+    output.mkdir(parents=True, exist_ok=True)
+    targets = {
+        "netcdf": output / f"{kind}.nc",
+        "png": output / f"{kind}.png",
+        "svg": output / f"{kind}.svg",
+        "gaps": output / f"{kind}_gaps.csv",
+    }
+    dataset = _dataset(paths, sequence, param_names, setup)
+    _atomic_write(targets["netcdf"], lambda tmp: dataset.to_netcdf(tmp, engine="netcdf4"))
+    rows = gap_table(kind, paths, param_names)
+    import pandas as pd
+
+    table = pd.DataFrame(rows)
+    _atomic_write(targets["gaps"], lambda tmp: table.to_csv(tmp, index=False, float_format="%.6g"))
+    _figure(dataset, setup, plot_params, targets)
+    return targets
+
+
+def _dataset(paths, sequence: ReportSequence, param_names, setup):
+    import xarray as xr
+
+    pairs = sequence.offsets[0]
+    n_pairs = np.concatenate([[0], sequence.n_pairs[0]])
+    signal = np.concatenate([[0.0], sequence.signal[0]])
+    data_vars = {}
+    units = {"theta": "exported parameter", "x": "Polyak surrogate", "z": "fast iterate"}
+    for name in paths["macro"]:
+        stacked = np.stack([paths[p][name] for p in PATHS])
+        data_vars[name] = xr.Variable(
+            ("path", "report", "param"),
+            stacked,
+            {"long_name": units.get(name, name), "units": "parameter units"},
+        )
+    coords = {
+        "path": list(PATHS),
+        "report": np.arange(sequence.n_reports + 1),
+        "param": param_names,
+        "pairs": ("report", pairs, {"long_name": "pairs played before this boundary"}),
+        "n_pairs": (
+            "report",
+            n_pairs,
+            {"long_name": "pairs in the report ending here (0 at the start)"},
+        ),
+        "signal": ("report", signal, {"long_name": "total result S of the report ending here"}),
+    }
+    return xr.Dataset(data_vars, coords=coords, attrs=setup)
+
+
+def _figure(dataset, setup, plot_params: int, targets) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    frame = []
+    shown = list(dataset["param"].values[: max(1, plot_params)])
+    theta = dataset["theta"].sel(param=shown)
+    deviation = theta - theta.sel(path="macro")
+    named = [("theta", theta)] + [
+        (n, dataset[n].sel(param=shown)) for n in ("x", "z") if n in dataset
+    ]
+    for name, values in named + [("theta - macro theta", deviation)]:
+        part = values.to_dataframe(name="value").reset_index()[["path", "report", "param", "value"]]
+        part["pairs"] = dataset["pairs"].values[part["report"].to_numpy()]
+        part["quantity"] = name
+        frame.append(part)
+    import pandas as pd
+
+    table = pd.concat(frame, ignore_index=True)
+    labels = {
+        "macro": "macro (fast)",
+        "micro_const_mean": "micro const-mean",
+        "micro_real": "micro real",
+    }
+    table["path"] = table["path"].map(labels)
+    sns.set_theme(style="whitegrid", context="paper")
+    grid = sns.relplot(
+        data=table,
+        x="pairs",
+        y="value",
+        hue="path",
+        style="path",
+        hue_order=list(labels.values()),
+        style_order=list(labels.values()),
+        row="quantity",
+        col="param",
+        kind="line",
+        height=2.4,
+        aspect=1.4,
+        facet_kws={"sharey": False, "sharex": True},
+        linewidth=1.1,
+    )
+    grid.set_titles("{row_name} of {col_name}")
+    grid.set_axis_labels("pairs played", "value (parameter units)")
+    sns.move_legend(grid, "upper left", bbox_to_anchor=(1.0, 0.95), title="path", frameon=False)
+    grid.figure.suptitle(
+        f"{setup['kind']}: macro vs micro paths (seed {setup['seed']}, "
+        f"{setup['n_reports']} reports, N {setup['sizes']} up to {setup['max_pairs']})",
+        y=1.02,
+    )
+    for role in ("png", "svg"):
+        _atomic_write(
+            targets[role],
+            lambda tmp, role=role: grid.figure.savefig(
+                tmp, format=role, dpi=150, bbox_inches="tight"
+            ),
+        )
+    plt.close(grid.figure)
+
+
+__all__ = [
+    "PATHS",
+    "ReportSequence",
+    "gap_table",
+    "make_reports",
+    "micro_reports",
+    "run_macro",
+    "run_paths",
+    "validate",
+    "validation_view",
+]
