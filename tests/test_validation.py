@@ -336,3 +336,15 @@ def test_hyper_override_is_used(tmp_path):
         )
         assert '"lr": 0.0' in ds.attrs["hyperparameters"]
     assert dataclasses.is_dataclass(hyper_from_dict("adam"))
+
+
+@pytest.mark.parametrize("kind", ["spsa-cwd", "sf-adam", "adam"])
+def test_clamp_every_pair_matches_report_clamping_when_nothing_clips(kind):
+    sequence, view = _setup(n_reports=10, n_seeds=1)
+    hyper = hyper_from_dict(kind)
+    optimizer = build(kind, view, hyper)
+    reports = V.micro_reports(optimizer, sequence, 0, "real")
+    every = run_micro(kind, view, hyper, reports, clamp_every_pair=True)
+    boundary = run_micro(kind, view, hyper, reports)
+    for name in boundary:
+        np.testing.assert_array_equal(every[name], boundary[name])
