@@ -36,7 +36,9 @@ class DeveloperView:
     def __post_init__(self) -> None:
         for name in ("theta_start", "theta_min", "theta_max", "c_dev"):
             object.__setattr__(self, name, _frozen(getattr(self, name)))
-        shapes = {getattr(self, n).shape for n in ("theta_start", "theta_min", "theta_max", "c_dev")}
+        shapes = {
+            getattr(self, n).shape for n in ("theta_start", "theta_min", "theta_max", "c_dev")
+        }
         if len(shapes) != 1 or len(next(iter(shapes))) != 1:
             raise ValueError(f"developer view arrays must share one 1-d shape, got {shapes}")
         if np.any(self.theta_min > self.theta_max):
@@ -49,5 +51,10 @@ class DeveloperView:
         return int(self.theta_start.shape[0])
 
     def clip(self, theta: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-        """Clamp ``theta`` (any leading shape, last axis = param) into the bounds."""
-        return np.clip(theta, self.theta_min, self.theta_max, out=out)
+        """Clamp ``theta`` (any leading shape, last axis = param) into the bounds.
+
+        (``np.maximum``/``np.minimum`` rather than ``np.clip``: same result, far
+        less per-call overhead on the small arrays of the hot path.)
+        """
+        out = np.maximum(theta, self.theta_min, out=out)
+        return np.minimum(out, self.theta_max, out=out)

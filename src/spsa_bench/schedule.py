@@ -75,13 +75,18 @@ class Schedule:
         Padding entries are 0.
         """
         rows = np.arange(self.num_seeds)[:, None]
-        arrived_pairs = np.where(self.arrival_job >= 0, self.job_pairs[rows, np.maximum(self.arrival_job, 0)], 0)
-        arrived_before_arrival = np.cumsum(arrived_pairs, axis=1) - arrived_pairs  # by arrival index
-        stale = np.zeros_like(self.job_pairs)
         valid = self.arrival_job >= 0
         jobs = np.where(valid, self.arrival_job, 0)
+        arrived_pairs = np.where(valid, self.job_pairs[rows, jobs], 0)
+        arrived_before_arrival = (
+            np.cumsum(arrived_pairs, axis=1) - arrived_pairs
+        )  # by arrival index
         values = arrived_before_arrival - self.job_arrived_before[rows, jobs]
-        np.put_along_axis(stale, jobs, np.where(valid, values, 0), axis=1)
+        # Scatter only the real arrivals: padding events must not write (they
+        # used to write 0 over job 0's value through the clipped index).
+        stale = np.zeros_like(self.job_pairs)
+        seed_index = np.broadcast_to(rows, valid.shape)[valid]
+        stale[seed_index, self.arrival_job[valid]] = values[valid]
         return np.where(self.job_mask(), stale, 0)
 
 

@@ -28,15 +28,27 @@ from spsa_bench.optimizers.schedules import GainSchedule
 
 @dataclass(frozen=True)
 class SpsaHyper:
-    A: float = hyperparameter(5000.0, "stability offset of the gain schedule a_k = a / (A + k)**alpha", minimum=0.0)
+    A: float = hyperparameter(
+        5000.0, "stability offset of the gain schedule a_k = a / (A + k)**alpha", minimum=0.0
+    )
     alpha: float = hyperparameter(0.602, "decay exponent of the gain a_k", minimum=0.0, maximum=2.0)
-    gamma: float = hyperparameter(0.101, "decay exponent of the perturbation c_k = c / k**gamma", minimum=0.0, maximum=1.0)
-    r_end: float = hyperparameter(0.002, "phi-space learning rate at the end of the run (a_end = r_end * c_end**2)", minimum=0.0)
+    gamma: float = hyperparameter(
+        0.101, "decay exponent of the perturbation c_k = c / k**gamma", minimum=0.0, maximum=1.0
+    )
+    r_end: float = hyperparameter(
+        0.002,
+        "phi-space learning rate at the end of the run (a_end = r_end * c_end**2)",
+        minimum=0.0,
+    )
 
 
 @dataclass(frozen=True)
 class SpsaCwdHyper(SpsaHyper):
-    lambda_cwd: float = hyperparameter(0.0, "cautious weight decay strength (decay towards theta_start, scaled by r_k)", minimum=0.0)
+    lambda_cwd: float = hyperparameter(
+        0.0,
+        "cautious weight decay strength (decay towards theta_start, scaled by r_k)",
+        minimum=0.0,
+    )
 
 
 class SpsaState(NamedTuple):
@@ -44,7 +56,9 @@ class SpsaState(NamedTuple):
 
 
 def _schedule(view: DeveloperView, hyper: SpsaHyper) -> GainSchedule:
-    return GainSchedule.fishtest(view.c_dev, hyper.r_end, hyper.A, hyper.alpha, hyper.gamma, view.num_pairs)
+    return GainSchedule.fishtest(
+        view.c_dev, hyper.r_end, hyper.A, hyper.alpha, hyper.gamma, view.num_pairs
+    )
 
 
 def _common(view: DeveloperView, schedule: GainSchedule):
@@ -78,7 +92,9 @@ def build_spsa_block(view: DeveloperView, hyper: SpsaHyper) -> Optimizer:
     # cumulative_gain[k] = sum_{i=1..k} k**gamma / (A + k)**alpha; a report never
     # reaches past micro-iteration num_pairs, but stay safe for any counter.
     last = 2 * view.num_pairs + 2
-    cumulative_gain = np.concatenate(([0.0], np.cumsum(schedule.gain_shape(np.arange(1, last + 1)))))
+    cumulative_gain = np.concatenate(
+        ([0.0], np.cumsum(schedule.gain_shape(np.arange(1, last + 1))))
+    )
     gain_scale = schedule.a / schedule.c  # (param,)
 
     def update(state: SpsaState, report: Report) -> SpsaState:
@@ -101,7 +117,9 @@ def build_spsa_cwd(view: DeveloperView, hyper: SpsaCwdHyper) -> Optimizer:
         step = _classic_step(schedule, report)
         delta = state.theta - view.theta_start
         mask = step * delta <= 0.0
-        decay = (hyper.lambda_cwd * schedule.r_k(report.iter_local))[:, None] * np.where(mask, delta, 0.0)
+        decay = (hyper.lambda_cwd * schedule.r_k(report.iter_local))[:, None] * np.where(
+            mask, delta, 0.0
+        )
         return SpsaState(theta=view.clip(state.theta + step - decay))
 
     return Optimizer("spsa-cwd", init, perturbation, update, export)

@@ -1,0 +1,5 @@
+import sys
+
+from spsa_bench.cli import main
+
+sys.exit(main())

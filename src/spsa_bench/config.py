@@ -1,0 +1,345 @@
+"""Load, validate and resolve a benchmark configuration.
+
+``load_config(path)`` reads YAML with a safe loader that refuses duplicate
+keys, validates it against the JSON Schema (:mod:`spsa_bench.schema`), runs
+the semantic checks a schema cannot express, fills in defaults and returns a
+frozen :class:`Config`. Every problem is reported as one :class:`ConfigError`
+line naming the key and the offending value.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import re
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import jsonschema
+import yaml
+
+from spsa_bench.optimizers import REGISTRY, hyper_from_dict
+from spsa_bench.schema import NAME_PATTERN, build_schema
+
+if TYPE_CHECKING:
+    from spsa_bench.async_schedule import AsyncSettings
+
+DEFAULTS: dict[str, Any] = {
+    "checkpoints": 101,
+    "signal": "raw",
+    "iteration_counter": "arrival",
+    "entropy": 20261122,
+    "baseline": "spsa",
+    "targets": [0.5, 0.8, 0.9],
+}
+ASYNC_DEFAULTS = {
+    "concurrency": {"min": 1, "max": 64},
+    "speed": {"min": 0.5, "max": 2.0},
+    "tc_ratio": 1.0,
+    "game_duration": {"median": 180.0, "p95": 540.0},
+}
+
+
+class ConfigError(ValueError):
+    """A configuration problem, phrased as one line naming the key and value."""
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """Safe YAML loader that refuses duplicate mapping keys."""
+
+
+def _construct_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: bool = False):
+    loader.flatten_mapping(node)
+    seen: set = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        if key in seen:
+            raise ConfigError(f"duplicate key {key!r} (line {key_node.start_mark.line + 1})")
+        seen.add(key)
+    return yaml.SafeLoader.construct_mapping(loader, node, deep=deep)
+
+
+_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+@dataclass(frozen=True)
+class BatchMode:
+    name: str
+    workers: int
+    batch: str
+    batch_size: int | None
+    settings: AsyncSettings | None  # None for the synchronous mode
+
+    @property
+    def is_sync(self) -> bool:
+        return self.settings is None
+
+
+@dataclass(frozen=True)
+class OptimizerArm:
+    name: str
+    kind: str
+    hyper: Any  # the kind's frozen hyperparameter dataclass
+
+
+@dataclass(frozen=True)
+class Config:
+    num_pairs: int
+    checkpoints: int
+    signal: str
+    iteration_counter: str
+    entropy: int
+    seeds_first: int
+    seeds_count: int
+    seeds_per_job: int
+    baseline: str
+    targets: tuple[float, ...]
+    batch_modes: dict[str, BatchMode]
+    scenarios: dict[str, dict]
+    optimizers: dict[str, OptimizerArm]
+    resolved: dict  # the resolved configuration as plain data (provenance)
+
+    def to_json(self) -> str:
+        return json.dumps(self.resolved, sort_keys=True)
+
+    def batch_mode(self, name: str) -> BatchMode:
+        return _pick(self.batch_modes, name, "batch mode")
+
+    def scenario(self, name: str) -> dict:
+        return _pick(self.scenarios, name, "scenario")
+
+    def optimizer(self, name: str) -> OptimizerArm:
+        return _pick(self.optimizers, name, "optimizer")
+
+    def seed_range(self) -> range:
+        return range(self.seeds_first, self.seeds_first + self.seeds_count)
+
+
+def _pick(table: dict, name: str, what: str):
+    try:
+        return table[name]
+    except KeyError:
+        raise ConfigError(f"unknown {what} {name!r}; this config has: {', '.join(table)}") from None
+
+
+def _key_path(path) -> str:
+    parts = [str(p) if not isinstance(p, int) else f"[{p}]" for p in path]
+    return ".".join(parts).replace(".[", "[") or "<top level>"
+
+
+def _schema_error_line(error: jsonschema.ValidationError) -> str:
+    # Prefer the most specific error inside combinators (if/then, allOf).
+    best = jsonschema.exceptions.best_match([error]) if error.context else error
+    while best.context:
+        best = jsonschema.exceptions.best_match(best.context)
+    key = _key_path(best.absolute_path)
+    if best.validator == "additionalProperties":
+        extra = re.findall(r"'([^']+)' (?:was|were) unexpected", best.message)
+        unknown = re.findall(r"'([^']+)'", best.message.split("(")[-1]) if not extra else extra
+        return f"{key}: unknown key {', '.join(repr(u) for u in unknown)} ({best.message})"
+    if best.validator == "required":
+        return f"{key}: {best.message}"
+    return f"{key} = {json.dumps(best.instance, default=str)}: {best.message}"
+
+
+def _reject_non_finite(node, path=()) -> None:
+    if isinstance(node, dict):
+        for key, value in node.items():
+            _reject_non_finite(value, (*path, key))
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            _reject_non_finite(value, (*path, index))
+    elif isinstance(node, float) and not math.isfinite(node):
+        raise ConfigError(f"{_key_path(path)} = {node}: must be a finite number")
+
+
+def validate_raw(raw: Any) -> None:
+    """Schema validation plus non-finite numbers; raises :class:`ConfigError`."""
+    if not isinstance(raw, dict):
+        raise ConfigError(f"<top level> = {raw!r}: the configuration must be a mapping")
+    _reject_non_finite(raw)
+    validator = jsonschema.Draft202012Validator(build_schema())
+    errors = sorted(
+        validator.iter_errors(raw),
+        key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))),
+    )
+    if errors:
+        raise ConfigError(_schema_error_line(errors[0]))
+
+
+def _check_scenario(name: str, scenario: dict) -> None:
+    where = f"scenarios.{name}"
+    if scenario["start_elo"] >= scenario["peak_elo"]:
+        raise ConfigError(
+            f"{where}.start_elo = {scenario['start_elo']}: must be below peak_elo = {scenario['peak_elo']}"
+        )
+    seen = set()
+    any_displaced = False
+    for index, group in enumerate(scenario["groups"]):
+        gwhere = f"{where}.groups[{index}]"
+        if group["name"] in seen:
+            raise ConfigError(f"{gwhere}.name = {group['name']!r}: duplicate group name")
+        seen.add(group["name"])
+        if group["w_true"] > 0 and group["w_dev"] <= 0:
+            raise ConfigError(
+                f"{gwhere}.w_dev = {group['w_dev']}: must be > 0 on an active parameter (w_true > 0)"
+            )
+        has_min, has_max = "theta_min" in group, "theta_max" in group
+        if has_min != has_max:
+            raise ConfigError(f"{gwhere}: give both theta_min and theta_max or neither")
+        if has_min:
+            if group["theta_min"] >= group["theta_max"]:
+                raise ConfigError(
+                    f"{gwhere}.theta_min = {group['theta_min']}: must be below theta_max = {group['theta_max']}"
+                )
+            if not group["theta_min"] <= group["theta_start"] <= group["theta_max"]:
+                raise ConfigError(
+                    f"{gwhere}.theta_start = {group['theta_start']}: outside [theta_min, theta_max]"
+                )
+        elif group["w_dev"] <= 0:
+            raise ConfigError(
+                f"{gwhere}.w_dev = {group['w_dev']}: w_dev = 0 needs explicit theta_min/theta_max"
+            )
+        if group["w_true"] > 0 and group["theta_start"] != group["theta_peak"]:
+            any_displaced = True
+    if not any_displaced:
+        raise ConfigError(
+            f"{where}.groups: no active parameter starts away from its peak, so the bowl is flat"
+        )
+
+
+def _resolve_batch_mode(name: str, raw: dict, num_pairs: int) -> tuple[BatchMode, dict]:
+    where = f"batch_modes.{name}"
+    resolved = copy.deepcopy(raw)
+    if raw["batch"] == "fixed":
+        if "batch_size" not in raw:
+            raise ConfigError(f"{where}.batch_size: required when batch is 'fixed'")
+        if raw["batch_size"] > num_pairs:
+            raise ConfigError(
+                f"{where}.batch_size = {raw['batch_size']}: larger than num_pairs = {num_pairs}"
+            )
+    if raw["workers"] == 1 and raw["batch"] == "fixed":
+        extra = sorted(set(raw) - {"workers", "batch", "batch_size"})
+        if extra:
+            raise ConfigError(
+                f"{where}.{extra[0]}: not used by a synchronous (1 worker, fixed batch) mode"
+            )
+        return BatchMode(name, 1, "fixed", int(raw["batch_size"]), None), resolved
+    from spsa_bench.async_schedule import AsyncSettings
+
+    for key, value in ASYNC_DEFAULTS.items():
+        resolved.setdefault(key, copy.deepcopy(value))
+    try:
+        settings = AsyncSettings(
+            num_workers=int(resolved["workers"]),
+            batch=resolved["batch"],
+            batch_size=int(resolved.get("batch_size", 1)),
+            concurrency_min=int(resolved["concurrency"]["min"]),
+            concurrency_max=int(resolved["concurrency"]["max"]),
+            speed_min=float(resolved["speed"]["min"]),
+            speed_max=float(resolved["speed"]["max"]),
+            tc_ratio=float(resolved["tc_ratio"]),
+            duration_median=float(resolved["game_duration"]["median"]),
+            duration_p95=float(resolved["game_duration"]["p95"]),
+        )
+    except ValueError as error:
+        raise ConfigError(f"{where}: {error}") from None
+    mode = BatchMode(
+        name, settings.num_workers, settings.batch, resolved.get("batch_size"), settings
+    )
+    return mode, resolved
+
+
+def resolve(raw: dict) -> Config:
+    """Validate ``raw`` (parsed YAML) and resolve it into a :class:`Config`."""
+    validate_raw(raw)
+    data = copy.deepcopy(raw)
+    for key, value in DEFAULTS.items():
+        data.setdefault(key, copy.deepcopy(value))
+    num_pairs = int(data["num_pairs"])
+    seeds = data["seeds"]
+    seeds.setdefault("per_job", seeds["count"])
+
+    batch_modes = {}
+    for name, mode_raw in data["batch_modes"].items():
+        batch_modes[name], data["batch_modes"][name] = _resolve_batch_mode(
+            name, mode_raw, num_pairs
+        )
+    for name, scenario in data["scenarios"].items():
+        _check_scenario(name, scenario)
+
+    optimizers = {}
+    for name, arm_raw in data["optimizers"].items():
+        arm_raw = dict(arm_raw or {})
+        kind = arm_raw.pop("kind", name)
+        if kind not in REGISTRY:
+            raise ConfigError(
+                f"optimizers.{name}: unknown optimizer {name!r}; give kind (one of {', '.join(REGISTRY)})"
+            )
+        try:
+            hyper = hyper_from_dict(kind, arm_raw)
+        except (TypeError, ValueError) as error:
+            raise ConfigError(f"optimizers.{name}: {error}") from None
+        optimizers[name] = OptimizerArm(name, kind, hyper)
+        data["optimizers"][name] = {"kind": kind, **asdict(hyper)}
+    if data["baseline"] not in optimizers:
+        raise ConfigError(
+            f"baseline = {data['baseline']!r}: not one of the optimizers ({', '.join(optimizers)})"
+        )
+
+    return Config(
+        num_pairs=num_pairs,
+        checkpoints=int(data["checkpoints"]),
+        signal=data["signal"],
+        iteration_counter=data["iteration_counter"],
+        entropy=int(data["entropy"]),
+        seeds_first=int(seeds["first"]),
+        seeds_count=int(seeds["count"]),
+        seeds_per_job=int(seeds["per_job"]),
+        baseline=data["baseline"],
+        targets=tuple(float(t) for t in data["targets"]),
+        batch_modes=batch_modes,
+        scenarios=data["scenarios"],
+        optimizers=optimizers,
+        resolved=data,
+    )
+
+
+def load_config(path: str | Path) -> Config:
+    """Read, validate and resolve the YAML configuration at ``path``."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as error:
+        raise ConfigError(f"cannot read config {path}: {error.strerror}") from None
+    try:
+        raw = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
+    except yaml.YAMLError as error:
+        raise ConfigError(f"{path}: not valid YAML: {str(error).splitlines()[0]}") from None
+    return resolve(raw)
+
+
+def parse_seed_range(text: str) -> range:
+    """``"7"`` or ``"0-99"`` (inclusive) -> range; refuses reversed or malformed ranges."""
+    match = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?", text)
+    if not match:
+        raise ConfigError(f"--seeds = {text!r}: expected FIRST or FIRST-LAST, e.g. 0-99")
+    first = int(match.group(1))
+    last = int(match.group(2)) if match.group(2) is not None else first
+    if last < first:
+        raise ConfigError(f"--seeds = {text!r}: the range is reversed (last < first)")
+    return range(first, last + 1)
+
+
+__all__ = [
+    "Config",
+    "ConfigError",
+    "BatchMode",
+    "OptimizerArm",
+    "load_config",
+    "resolve",
+    "parse_seed_range",
+    "NAME_PATTERN",
+]

@@ -1,0 +1,198 @@
+"""Ground truth: the true Elo bowl, and the developer model that derives what
+an optimizer may see from it (spec 000 section 1.1).
+
+Only this module and the runner that evaluates probes hold a :class:`TrueBowl`.
+Optimizers receive the :class:`~spsa_bench.developer.DeveloperView` built here
+and nothing else.
+
+True bowl::
+
+    Elo(theta) = peak_elo - k_elo * sum_i w_true[i] * (theta[i] - theta_peak[i])**2
+    k_elo      = (peak_elo - start_elo) / sum_i w_true[i] * (theta_start[i] - theta_peak[i])**2
+
+(``k_elo = 0``, a flat bowl, when the denominator is 0 or the Elos are equal).
+
+Developer model, per parameter::
+
+    c_i     = sqrt(c_elo_gap / (k_elo * w_dev[i]))
+    range_i = c_i / c_fraction,   bounds = theta_start[i] -+ range_i / 2
+
+so one probe step in dimension i costs ``c_elo_gap * w_true[i] / w_dev[i]`` Elo.
+Explicit bounds may be given instead; when ``c_i`` cannot be derived (flat bowl
+or ``w_dev = 0``) it falls back to ``0.05 * (theta_max - theta_min)``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from spsa_bench.developer import DeveloperView
+from spsa_bench.pentanomial import MAX_OPPONENT_ELO
+
+FALLBACK_C_FRACTION = 0.05
+
+
+def _readonly(values) -> np.ndarray:
+    array = np.array(values, dtype=np.float64, copy=True)
+    array.setflags(write=False)
+    return array
+
+
+@dataclass(frozen=True)
+class TrueBowl:
+    """The true Elo of a parameter vector (any leading shape, last axis = param)."""
+
+    theta_peak: np.ndarray
+    w_true: np.ndarray
+    k_elo: float
+    peak_elo: float
+    start_elo: float
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "theta_peak", _readonly(self.theta_peak))
+        object.__setattr__(self, "w_true", _readonly(self.w_true))
+        object.__setattr__(self, "_curvature", _readonly(self.k_elo * self.w_true))
+
+    @classmethod
+    def from_start(cls, theta_start, theta_peak, w_true, start_elo: float, peak_elo: float):
+        theta_start = np.asarray(theta_start, dtype=np.float64)
+        theta_peak = np.asarray(theta_peak, dtype=np.float64)
+        w_true = np.asarray(w_true, dtype=np.float64)
+        w_start = float(np.sum(w_true * (theta_start - theta_peak) ** 2))
+        if w_start > 0 and peak_elo != start_elo:
+            k_elo = (peak_elo - start_elo) / w_start
+        else:
+            k_elo = 0.0
+        return cls(theta_peak, w_true, float(k_elo), float(peak_elo), float(start_elo))
+
+    def elo(self, theta: np.ndarray) -> np.ndarray:
+        deviation = theta - self.theta_peak
+        return self.peak_elo - np.einsum("...p,p,...p->...", deviation, self._curvature, deviation)
+
+    def elo_loss(self, theta: np.ndarray) -> np.ndarray:
+        return self.peak_elo - self.elo(theta)
+
+    def opponent_elo(self, theta_plus: np.ndarray, theta_minus: np.ndarray) -> np.ndarray:
+        """``-(Elo(theta_plus) - Elo(theta_minus))`` clipped to +-599: the opponent
+        (theta_minus) as seen from the hero (theta_plus)."""
+        # Elo(minus) - Elo(plus) = k sum_i w_i (plus_i - minus_i) (plus_i + minus_i - 2 peak_i)
+        difference = np.einsum(
+            "...p,p,...p->...",
+            theta_plus - theta_minus,
+            self._curvature,
+            theta_plus + theta_minus - 2 * self.theta_peak,
+        )
+        return np.clip(difference, -MAX_OPPONENT_ELO, MAX_OPPONENT_ELO)
+
+    @property
+    def active(self) -> np.ndarray:
+        return self.w_true > 0
+
+
+@dataclass(frozen=True)
+class ParamTable:
+    """Per-parameter description of a scenario (for outputs, never for optimizers)."""
+
+    param_group: tuple[str, ...]
+    w_true: np.ndarray
+    w_dev: np.ndarray
+    c_dev: np.ndarray
+    theta_start: np.ndarray
+    theta_peak: np.ndarray
+    theta_min: np.ndarray
+    theta_max: np.ndarray
+
+    @property
+    def miscalibration(self) -> np.ndarray:
+        """``w_true / w_dev``: above 1 the developer steps too far, below 1 too timidly."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(self.w_dev > 0, self.w_true / self.w_dev, np.nan)
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A scenario split into its ground truth and the developer's view."""
+
+    bowl: TrueBowl
+    view: DeveloperView
+    params: ParamTable
+
+
+def developer_scales(
+    k_elo, w_dev, c_elo_gap, c_fraction, theta_start, theta_min=None, theta_max=None
+):
+    """``c_dev`` and developer bounds per parameter (spec 000 section 1.1.1).
+
+    ``theta_min``/``theta_max`` (arrays with NaN where not given) override the
+    derived bounds; ``c`` falls back to ``0.05 * (max - min)`` where the model
+    cannot derive it.
+    """
+    w_dev = np.asarray(w_dev, dtype=np.float64)
+    theta_start = np.asarray(theta_start, dtype=np.float64)
+    n = w_dev.shape[0]
+    theta_min = np.full(n, np.nan) if theta_min is None else np.asarray(theta_min, dtype=np.float64)
+    theta_max = np.full(n, np.nan) if theta_max is None else np.asarray(theta_max, dtype=np.float64)
+    derivable = (k_elo > 0) & (w_dev > 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        c_model = np.sqrt(c_elo_gap / (k_elo * w_dev))
+    has_bounds = np.isfinite(theta_min) & np.isfinite(theta_max)
+    if np.any(~derivable & ~has_bounds):
+        raise ValueError(
+            "perturbation c cannot be derived (flat bowl or w_dev = 0) for parameters "
+            f"{np.flatnonzero(~derivable & ~has_bounds).tolist()}: give theta_min/theta_max"
+        )
+    c_dev = np.where(derivable, c_model, FALLBACK_C_FRACTION * (theta_max - theta_min))
+    half_range = c_dev / c_fraction / 2.0
+    lo = np.where(has_bounds, theta_min, theta_start - half_range)
+    hi = np.where(has_bounds, theta_max, theta_start + half_range)
+    return c_dev, lo, hi
+
+
+def build_problem(groups, *, start_elo, peak_elo, c_elo_gap, c_fraction, num_pairs) -> Problem:
+    """Expand parameter groups into per-parameter arrays and split truth from view.
+
+    ``groups`` is a sequence of mappings with keys ``name, count, theta_start,
+    theta_peak, w_true, w_dev`` and optionally ``theta_min, theta_max``.
+    """
+    names: list[str] = []
+    columns: dict[str, list[float]] = {
+        k: [] for k in ("theta_start", "theta_peak", "w_true", "w_dev", "theta_min", "theta_max")
+    }
+    for group in groups:
+        count = int(group["count"])
+        names.extend([group["name"]] * count)
+        for key in columns:
+            columns[key].extend([float(group.get(key, np.nan))] * count)
+    arrays = {k: np.array(v, dtype=np.float64) for k, v in columns.items()}
+    bowl = TrueBowl.from_start(
+        arrays["theta_start"], arrays["theta_peak"], arrays["w_true"], start_elo, peak_elo
+    )
+    c_dev, lo, hi = developer_scales(
+        bowl.k_elo,
+        arrays["w_dev"],
+        c_elo_gap,
+        c_fraction,
+        arrays["theta_start"],
+        arrays["theta_min"],
+        arrays["theta_max"],
+    )
+    view = DeveloperView(
+        theta_start=arrays["theta_start"],
+        theta_min=lo,
+        theta_max=hi,
+        c_dev=c_dev,
+        num_pairs=int(num_pairs),
+    )
+    params = ParamTable(
+        param_group=tuple(names),
+        w_true=_readonly(arrays["w_true"]),
+        w_dev=_readonly(arrays["w_dev"]),
+        c_dev=view.c_dev,
+        theta_start=view.theta_start,
+        theta_peak=bowl.theta_peak,
+        theta_min=view.theta_min,
+        theta_max=view.theta_max,
+    )
+    return Problem(bowl=bowl, view=view, params=params)

@@ -1,0 +1,255 @@
+"""The configuration's JSON Schema, generated from one place.
+
+The hand-written part below describes budgets, seeds, batch modes and
+scenarios; the optimizer part is generated from the optimizer table
+(:data:`spsa_bench.optimizers.REGISTRY`), so a new optimizer's
+hyperparameters are typed, bounded and described without touching this file.
+The generated schema is committed as ``schema/config.schema.yaml`` (package
+data, also used by the Snakemake workflow); ``spsa-bench schema --write``
+regenerates it and a test checks the committed file is current.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import yaml
+
+from spsa_bench.optimizers import REGISTRY
+from spsa_bench.optimizers.base import hyper_schema
+
+SCHEMA_PATH = Path(__file__).with_name("schema") / "config.schema.yaml"
+NAME_PATTERN = "^[a-z0-9][a-z0-9_-]*$"
+
+
+def _num(description: str, **bounds) -> dict:
+    return {"type": "number", "description": description, **bounds}
+
+
+def _int(description: str, **bounds) -> dict:
+    return {"type": "integer", "description": description, **bounds}
+
+
+def _object(description: str, properties: dict, required=(), **extra) -> dict:
+    out = {
+        "type": "object",
+        "description": description,
+        "properties": properties,
+        "additionalProperties": False,
+    }
+    if required:
+        out["required"] = list(required)
+    out.update(extra)
+    return out
+
+
+def _range(description: str, item: dict) -> dict:
+    return _object(description, {"min": item, "max": item}, required=("min", "max"))
+
+
+BATCH_MODE = _object(
+    "One way of dispatching jobs. workers: 1 with batch: fixed is the synchronous runner "
+    "(durations are not simulated); anything else runs the asynchronous event queue.",
+    {
+        "workers": _int(
+            "number of workers, each holding one job in flight", minimum=1, maximum=100000
+        ),
+        "batch": {
+            "type": "string",
+            "enum": ["fixed", "variable"],
+            "description": "fixed: every job has batch_size pairs; variable: games = concurrency * 4 * round(tc_ratio)",
+        },
+        "batch_size": _int(
+            "pairs per job in the fixed mode (the last job is cut to the budget)", minimum=1
+        ),
+        "concurrency": _range(
+            "worker concurrency is drawn uniformly over the powers of two in [min, max]",
+            _int("concurrency bound (games a worker plays in parallel)", minimum=1, maximum=4096),
+        ),
+        "speed": _range(
+            "worker speed factor is drawn uniformly in [min, max] (job time is divided by it)",
+            _num("speed factor bound", exclusiveMinimum=0, maximum=1000),
+        ),
+        "tc_ratio": _num(
+            "time-control ratio: scales the games per job in the variable mode",
+            exclusiveMinimum=0,
+            maximum=1000,
+        ),
+        "game_duration": _object(
+            "log-normal game duration in seconds, calibrated by its median and 95th percentile",
+            {
+                "median": _num("median game duration (s)", exclusiveMinimum=0),
+                "p95": _num(
+                    "95th percentile of game duration (s), above the median", exclusiveMinimum=0
+                ),
+            },
+            required=("median", "p95"),
+        ),
+    },
+    required=("workers", "batch"),
+)
+
+GROUP = _object(
+    "A group of parameters sharing their true and believed geometry.",
+    {
+        "name": {
+            "type": "string",
+            "pattern": NAME_PATTERN,
+            "description": "group name (lower case, digits, - and _)",
+        },
+        "count": _int("number of parameters in the group", minimum=1, maximum=100000),
+        "theta_start": _num("start value of each parameter (the developer's and the true start)"),
+        "theta_peak": _num(
+            "true optimum of each parameter (ground truth, never shown to optimizers)"
+        ),
+        "w_true": _num("true curvature weight (0 = inactive parameter)", minimum=0),
+        "w_dev": _num(
+            "the developer's believed curvature weight (> 0 on active parameters)", minimum=0
+        ),
+        "theta_min": _num("optional explicit lower bound (give both bounds or neither)"),
+        "theta_max": _num("optional explicit upper bound (give both bounds or neither)"),
+    },
+    required=("name", "count", "theta_start", "theta_peak", "w_true", "w_dev"),
+)
+
+SCENARIO = _object(
+    "A tuning problem: parameter groups and the Elo geometry.",
+    {
+        "description": {"type": "string", "description": "free text shown in reports"},
+        "start_elo": _num("true Elo at theta_start (below peak_elo)"),
+        "peak_elo": _num("true Elo at theta_peak"),
+        "c_elo_gap": _num(
+            "Elo the developer accepts losing per probe step in one dimension", exclusiveMinimum=0
+        ),
+        "c_fraction": _num(
+            "probe step as a fraction of the developer's range", exclusiveMinimum=0, maximum=1
+        ),
+        "groups": {
+            "type": "array",
+            "minItems": 1,
+            "items": GROUP,
+            "description": "parameter groups",
+        },
+    },
+    required=("start_elo", "peak_elo", "c_elo_gap", "c_fraction", "groups"),
+)
+
+
+def _optimizer_arm(kind: str | None) -> dict:
+    """Schema of an optimizer arm; ``kind=None`` is the generic, kind-dispatched arm."""
+    if kind is not None:
+        spec = REGISTRY[kind]
+        props = {
+            "kind": {"const": kind, "description": "optimizer kind (defaults to the arm's name)"}
+        }
+        props.update(hyper_schema(spec.hyper))
+        return _object(f"{kind}: {spec.description}", props)
+    branches = []
+    for name in REGISTRY:
+        branch = _optimizer_arm(name)
+        branch["required"] = ["kind"]
+        branches.append(
+            {"if": {"properties": {"kind": {"const": name}}, "required": ["kind"]}, "then": branch}
+        )
+    return {
+        "type": "object",
+        "description": "an optimizer arm with its own name: kind selects the algorithm",
+        "properties": {"kind": {"enum": sorted(REGISTRY), "description": "optimizer kind"}},
+        "required": ["kind"],
+        "allOf": branches,
+    }
+
+
+def build_schema() -> dict:
+    """The whole configuration schema as a dict."""
+    names = {"type": "string", "pattern": NAME_PATTERN}
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "spsa-bench configuration",
+        "description": "Budget, seeds, batch modes, scenarios and optimizer arms of a benchmark.",
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["num_pairs", "seeds", "batch_modes", "scenarios", "optimizers"],
+        "properties": {
+            "num_pairs": _int("budget: game pairs per run", minimum=1, maximum=10**9),
+            "checkpoints": _int(
+                "points of the pairs grid trajectories are recorded on (0..num_pairs)",
+                minimum=2,
+                maximum=100001,
+            ),
+            "signal": {
+                "type": "string",
+                "enum": ["raw", "scaled"],
+                "description": "raw: the report's net wins (Fishtest); scaled: net wins / (2 * sqrt(num_params))",
+            },
+            "iteration_counter": {
+                "type": "string",
+                "enum": ["arrival", "dispatch"],
+                "description": "iter_local = pairs arrived + 1 (Fishtest) or pairs dispatched + 1 (the original lab)",
+            },
+            "entropy": _int("base entropy of every random stream", minimum=0),
+            "seeds": _object(
+                "the seeds to run",
+                {
+                    "first": _int("first seed", minimum=0),
+                    "count": _int("number of seeds", minimum=1),
+                    "per_job": _int("seeds per workflow job (chunk size)", minimum=1),
+                },
+                required=("first", "count"),
+            ),
+            "baseline": {
+                **names,
+                "description": "optimizer arm the paired differences are taken against",
+            },
+            "targets": {
+                "type": "array",
+                "items": _num(
+                    "fraction of the start Elo gap recovered",
+                    exclusiveMinimum=0,
+                    exclusiveMaximum=1,
+                ),
+                "minItems": 1,
+                "uniqueItems": True,
+                "description": "Elo-loss targets as fractions of the start gap recovered (runtime tables)",
+            },
+            "batch_modes": {
+                "type": "object",
+                "minProperties": 1,
+                "propertyNames": names,
+                "additionalProperties": BATCH_MODE,
+                "description": "named batch modes",
+            },
+            "scenarios": {
+                "type": "object",
+                "minProperties": 1,
+                "propertyNames": names,
+                "additionalProperties": SCENARIO,
+                "description": "named scenarios",
+            },
+            "optimizers": {
+                "type": "object",
+                "minProperties": 1,
+                "propertyNames": names,
+                "properties": {kind: _optimizer_arm(kind) for kind in REGISTRY},
+                "additionalProperties": _optimizer_arm(None),
+                "description": "named optimizer arms; an arm named after a kind may omit kind",
+            },
+        },
+    }
+
+
+def schema_yaml() -> str:
+    header = (
+        "# Generated by `spsa-bench schema --write` from src/spsa_bench/schema.py and the\n"
+        "# optimizer table. Do not edit by hand.\n"
+    )
+    return header + yaml.safe_dump(build_schema(), sort_keys=False, width=100)
+
+
+def load_schema() -> dict:
+    return yaml.safe_load(SCHEMA_PATH.read_text())
+
+
+def hyper_fields(kind: str) -> list[str]:
+    return [f.name for f in dataclasses.fields(REGISTRY[kind].hyper)]

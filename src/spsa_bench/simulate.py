@@ -1,0 +1,81 @@
+"""From a resolved configuration to a run dataset: the one place that wires
+oracle, schedule, optimizer and replay together."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import xarray as xr
+
+from spsa_bench import kpis, optimizers
+from spsa_bench.config import BatchMode, Config
+from spsa_bench.io import run_dataset
+from spsa_bench.oracle import Problem, build_problem
+from spsa_bench.replay import replay
+from spsa_bench.schedule import Schedule, sync_schedule
+
+
+def make_problem(config: Config, scenario: str) -> Problem:
+    spec = config.scenario(scenario)
+    return build_problem(
+        spec["groups"],
+        start_elo=spec["start_elo"],
+        peak_elo=spec["peak_elo"],
+        c_elo_gap=spec["c_elo_gap"],
+        c_fraction=spec["c_fraction"],
+        num_pairs=config.num_pairs,
+    )
+
+
+def make_schedule(config: Config, mode: BatchMode, seeds: Sequence[int]) -> Schedule:
+    seeds = np.asarray(list(seeds), dtype=np.int64)
+    if mode.is_sync:
+        return sync_schedule(seeds, config.num_pairs, mode.batch_size)
+    from spsa_bench.async_schedule import async_schedule
+
+    return async_schedule(config.entropy, seeds, config.num_pairs, mode.settings)
+
+
+def simulate(
+    config: Config,
+    *,
+    optimizer: str,
+    batch_mode: str,
+    scenario: str,
+    seeds: Sequence[int],
+    schedule: Schedule | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> xr.Dataset:
+    """Run one optimizer arm on one batch mode and scenario for ``seeds``."""
+    arm = config.optimizer(optimizer)
+    mode = config.batch_mode(batch_mode)
+    problem = make_problem(config, scenario)
+    seeds = list(seeds)
+    if schedule is None:
+        schedule = make_schedule(config, mode, seeds)
+    # The optimizer is built from the developer view only: never from the bowl.
+    built = optimizers.build(arm.kind, problem.view, arm.hyper, name=arm.name)
+    result = replay(
+        built,
+        schedule,
+        problem.bowl,
+        problem.view,
+        entropy=config.entropy,
+        signal=config.signal,
+        iteration_counter=config.iteration_counter,
+        checkpoints=config.checkpoints,
+        progress=progress,
+    )
+    return run_dataset(
+        result,
+        problem,
+        seeds=schedule.seeds,
+        optimizer=arm.name,
+        optimizer_kind=arm.kind,
+        batch_mode=mode.name,
+        scenario=scenario,
+        config_json=config.to_json(),
+        kpis=kpis.schedule_kpis(schedule),
+        kpi_attrs=kpis.KPI_ATTRS,
+    )

@@ -1,0 +1,31 @@
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_CONFIG = REPO / "config" / "config.yaml"
+
+
+@pytest.fixture(scope="session")
+def repo_root() -> Path:
+    return REPO
+
+
+@pytest.fixture(scope="session")
+def default_config_path() -> Path:
+    return DEFAULT_CONFIG
+
+
+def small_config_dict(num_pairs: int = 2000) -> dict:
+    """A small but complete configuration for fast tests."""
+    import yaml
+
+    raw = yaml.safe_load(DEFAULT_CONFIG.read_text())
+    raw["num_pairs"] = num_pairs
+    raw["seeds"] = {"first": 0, "count": 4, "per_job": 4}
+    raw["checkpoints"] = 21
+    return raw
+
+
+sys.path.insert(0, str(Path(__file__).parent))

@@ -1,0 +1,159 @@
+"""The command line and the NetCDF data contract, end to end on a small config."""
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import xarray as xr
+import yaml
+from conftest import small_config_dict
+
+from spsa_bench.cli import main
+from spsa_bench.io import combine_runs, open_run
+
+
+@pytest.fixture(scope="module")
+def small_config(tmp_path_factory):
+    path = tmp_path_factory.mktemp("cfg") / "config.yaml"
+    path.write_text(yaml.safe_dump(small_config_dict(num_pairs=1200)))
+    return path
+
+
+def simulate(config, output, optimizer="spsa", mode="sync", scenario="calibrated", seeds="0-3"):
+    argv = ["simulate", "--config", str(config), "--optimizer", optimizer, "--batch-mode", mode]
+    argv += ["--scenario", scenario, "--seeds", seeds, "--output", str(output), "--quiet"]
+    return main(argv)
+
+
+@pytest.fixture(scope="module")
+def run_files(small_config, tmp_path_factory):
+    out = tmp_path_factory.mktemp("runs")
+    files = {}
+    for optimizer in ("spsa", "spsa-block", "spsa-cwd"):
+        for scenario in ("calibrated", "mixed"):
+            for seeds in ("0-1", "2-3"):
+                path = out / f"{optimizer}-{scenario}-{seeds}.nc"
+                assert simulate(small_config, path, optimizer, scenario=scenario, seeds=seeds) == 0
+                files[(optimizer, scenario, seeds)] = path
+    return files
+
+
+def test_run_file_follows_the_data_contract(run_files):
+    ds = open_run(run_files[("spsa", "calibrated", "0-1")])
+    assert ds.theta.dims == ("seed", "pairs", "param")
+    assert ds.elo_loss.dims == ("seed", "pairs")
+    for name in ("elo", "dist_to_target", "final_elo", "avg_step_size_last_100", "total_pairs"):
+        assert name in ds and "long_name" in ds[name].attrs
+    for name in (
+        "param_group",
+        "w_true",
+        "w_dev",
+        "c_dev",
+        "theta_start",
+        "theta_peak",
+        "theta_min",
+        "theta_max",
+    ):
+        assert ds[name].dims == ("param",)
+    assert (
+        ds.optimizer.item() == "spsa"
+        and ds.batch_mode.item() == "sync"
+        and ds.scenario.item() == "calibrated"
+    )
+    assert ds.pairs.values[0] == 0 and ds.pairs.values[-1] == 1200 and ds.pairs.size == 21
+    np.testing.assert_allclose(ds.elo_loss, ds.attrs["peak_elo"] - ds.elo)
+    assert (ds.total_pairs == 1200).all()
+    for key in ("config", "spsa_bench_version", "numpy_version", "created", "git_revision"):
+        assert key in ds.attrs
+    assert yaml.safe_load(ds.attrs["config"])["num_pairs"] == 1200
+    assert ds.theta.encoding.get("zlib") is True
+
+
+def test_seed_chunk_is_bit_identical_to_the_same_seed_in_a_larger_run(small_config, tmp_path):
+    simulate(small_config, tmp_path / "all.nc", seeds="0-9")
+    simulate(small_config, tmp_path / "seven.nc", seeds="7-7")
+    together, alone = open_run(tmp_path / "all.nc"), open_run(tmp_path / "seven.nc")
+    for name in ("theta", "elo_loss", "final_elo", "avg_step_size_last_100"):
+        np.testing.assert_array_equal(
+            together[name].sel(seed=7).values, alone[name].sel(seed=7).values
+        )
+
+
+def test_combine_runs_builds_one_cube(run_files, tmp_path):
+    combined = combine_runs(run_files.values())
+    assert combined.elo_loss.dims == ("optimizer", "batch_mode", "scenario", "seed", "pairs")
+    assert (
+        combined.sizes["seed"] == 4
+        and combined.sizes["optimizer"] == 3
+        and combined.sizes["scenario"] == 2
+    )
+    assert not combined.elo_loss.isnull().any()
+    one = open_run(run_files[("spsa-block", "mixed", "2-3")])
+    np.testing.assert_array_equal(
+        combined.theta.sel(
+            optimizer="spsa-block", batch_mode="sync", scenario="mixed", seed=[2, 3]
+        ).values,
+        one.theta.values,
+    )
+    combined.to_netcdf(tmp_path / "benchmark.nc")
+    with xr.open_dataset(tmp_path / "benchmark.nc") as reopened:
+        assert reopened.elo_loss.shape == combined.elo_loss.shape
+
+
+def test_bad_config_writes_nothing(small_config, tmp_path, capsys):
+    raw = yaml.safe_load(small_config.read_text())
+    raw["num_pairs"] = -3
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump(raw))
+    out = tmp_path / "results" / "x.nc"
+    assert simulate(bad, out) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "num_pairs = -3" in err[0]
+    assert not (tmp_path / "results").exists()
+
+
+@pytest.mark.parametrize(
+    "flag,value", [("--optimizer", "newton"), ("--batch-mode", "warp"), ("--scenario", "moon")]
+)
+def test_unknown_names_are_refused(small_config, tmp_path, capsys, flag, value):
+    argv = [
+        "simulate",
+        "--config",
+        str(small_config),
+        "--optimizer",
+        "spsa",
+        "--batch-mode",
+        "sync",
+    ]
+    argv += ["--scenario", "calibrated", "--output", str(tmp_path / "r" / "x.nc"), "--quiet"]
+    argv[argv.index(flag) + 1] = value
+    assert main(argv) == 2
+    assert value in capsys.readouterr().err
+    assert not (tmp_path / "r").exists()
+
+
+def test_console_script_help_documents_every_option():
+    out = subprocess.run(
+        [sys.executable, "-m", "spsa_bench", "simulate", "--help"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    for option in (
+        "--config",
+        "--optimizer",
+        "--batch-mode",
+        "--scenario",
+        "--seeds",
+        "--output",
+        "--quiet",
+    ):
+        assert option in out
+
+
+def test_list_shows_the_config(small_config, capsys):
+    assert main(["list", "--config", str(small_config)]) == 0
+    out = capsys.readouterr().out
+    for name in ("spsa-block", "sync", "calibrated", "dev-overestimates"):
+        assert name in out

@@ -1,0 +1,181 @@
+"""Configuration validation: every bad input is refused with one line naming the key."""
+
+import copy
+import math
+
+import pytest
+import yaml
+from conftest import small_config_dict
+
+from spsa_bench.config import ConfigError, load_config, parse_seed_range, resolve
+from spsa_bench.schema import SCHEMA_PATH, schema_yaml
+
+
+def test_default_config_resolves(default_config_path):
+    config = load_config(default_config_path)
+    assert set(config.scenarios) >= {
+        "calibrated",
+        "dev-underestimates",
+        "dev-overestimates",
+        "mixed",
+    }
+    assert {"sync", "async-fixed", "async-variable"} <= set(config.batch_modes)
+    assert config.batch_mode("sync").is_sync
+    assert config.optimizer("spsa").hyper.r_end == 0.002
+    assert config.resolved["optimizers"]["spsa-block"]["alpha"] == 0.602  # defaults are filled in
+
+
+def test_committed_schema_is_current():
+    assert SCHEMA_PATH.read_text() == schema_yaml(), "run `spsa-bench schema --write`"
+
+
+def _set(path, value):
+    def mutate(raw):
+        node = raw
+        for key in path[:-1]:
+            node = node[key]
+        node[path[-1]] = value
+
+    return mutate
+
+
+def _delete(path):
+    def mutate(raw):
+        node = raw
+        for key in path[:-1]:
+            node = node[key]
+        del node[path[-1]]
+
+    return mutate
+
+
+def _rename(path, new):
+    def mutate(raw):
+        node = raw
+        for key in path[:-1]:
+            node = node[key]
+        node[new] = node.pop(path[-1])
+
+    return mutate
+
+
+CAL = ("scenarios", "calibrated")
+G0 = (*CAL, "groups", 0)
+
+# (id, mutation, text the message must contain: the key and the value)
+BAD = [
+    ("misspelled-top-key", _rename(("num_pairs",), "num_pair"), "num_pair"),
+    ("missing-required", _delete(("num_pairs",)), "num_pairs"),
+    ("budget-zero", _set(("num_pairs",), 0), "num_pairs = 0"),
+    ("budget-negative", _set(("num_pairs",), -5), "num_pairs = -5"),
+    ("budget-float", _set(("num_pairs",), 100.5), "num_pairs = 100.5"),
+    ("budget-string", _set(("num_pairs",), "many"), 'num_pairs = "many"'),
+    (
+        "batch-zero",
+        _set(("batch_modes", "sync", "batch_size"), 0),
+        "batch_modes.sync.batch_size = 0",
+    ),
+    (
+        "batch-over-budget",
+        _set(("batch_modes", "sync", "batch_size"), 5000),
+        "batch_modes.sync.batch_size = 5000",
+    ),
+    ("unknown-signal", _set(("signal",), "halved"), 'signal = "halved"'),
+    ("w-dev-zero-active", _set((*G0, "w_dev"), 0.0), "groups[0].w_dev = 0.0"),
+    ("w-dev-negative", _set((*G0, "w_dev"), -1.0), "groups[0].w_dev = -1.0"),
+    ("w-true-nan", _set((*G0, "w_true"), math.nan), "groups[0].w_true = nan"),
+    ("theta-inf", _set((*G0, "theta_start"), math.inf), "groups[0].theta_start = inf"),
+    ("start-above-peak", _set((*CAL, "start_elo"), 1.0), "start_elo = 1.0"),
+    ("start-equals-peak", _set((*CAL, "start_elo"), 0.0), "start_elo = 0.0"),
+    (
+        "bounds-reversed",
+        lambda r: r["scenarios"]["calibrated"]["groups"][0].update(theta_min=2000, theta_max=0),
+        "theta_min = 2000",
+    ),
+    ("unknown-group-key", _set((*G0, "weight"), 1.0), "weight"),
+    ("bad-group-name", _set((*G0, "name"), "../etc"), "../etc"),
+    ("duplicate-group", _set((*CAL, "groups", 1, "name"), "w2-low"), "w2-low"),
+    ("bad-scenario-name", _rename(CAL, "Calibrated/x"), "Calibrated/x"),
+    ("unknown-optimizer-name", _set(("optimizers", "spsa2"), {}), "spsa2"),
+    ("unknown-optimizer-kind", _set(("optimizers", "mine"), {"kind": "newton"}), "newton"),
+    ("unknown-hyper", _set(("optimizers", "spsa", "r_ned"), 0.1), "r_ned"),
+    ("negative-lr", _set(("optimizers", "spsa", "r_end"), -0.1), "optimizers.spsa.r_end = -0.1"),
+    ("gamma-above-one", _set(("optimizers", "spsa", "gamma"), 1.5), "optimizers.spsa.gamma = 1.5"),
+    ("hyper-wrong-type", _set(("optimizers", "spsa", "A"), "big"), 'optimizers.spsa.A = "big"'),
+    ("baseline-unknown", _set(("baseline",), "newton"), "baseline = 'newton'"),
+    (
+        "no-power-of-two",
+        _set(("batch_modes", "async-fixed", "concurrency"), {"min": 5, "max": 7}),
+        "async-fixed",
+    ),
+    (
+        "speed-reversed",
+        _set(("batch_modes", "async-fixed", "speed"), {"min": 2.0, "max": 1.0}),
+        "async-fixed",
+    ),
+    (
+        "p95-below-median",
+        _set(("batch_modes", "async-fixed", "game_duration"), {"median": 180, "p95": 100}),
+        "async-fixed",
+    ),
+    ("seeds-count-zero", _set(("seeds", "count"), 0), "seeds.count = 0"),
+    ("seeds-negative", _set(("seeds", "first"), -1), "seeds.first = -1"),
+    ("c-fraction-zero", _set((*CAL, "c_fraction"), 0.0), "c_fraction = 0.0"),
+    ("gap-negative", _set((*CAL, "c_elo_gap"), -2.0), "c_elo_gap = -2.0"),
+    ("workers-zero", _set(("batch_modes", "async-fixed", "workers"), 0), "workers = 0"),
+    ("target-one", _set(("targets",), [1.0]), "targets[0] = 1.0"),
+]
+
+
+@pytest.mark.parametrize("case_id,mutate,needle", BAD, ids=[b[0] for b in BAD])
+def test_bad_config_is_refused_with_one_line_naming_key_and_value(case_id, mutate, needle):
+    raw = small_config_dict()
+    mutate(raw)
+    with pytest.raises(ConfigError) as info:
+        resolve(raw)
+    message = str(info.value)
+    assert "\n" not in message
+    assert needle in message, message
+
+
+def test_duplicate_yaml_keys_are_refused(tmp_path):
+    text = "num_pairs: 10\nnum_pairs: 20\n"
+    path = tmp_path / "c.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match="duplicate key 'num_pairs'"):
+        load_config(path)
+
+
+def test_yaml_is_loaded_safely(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("num_pairs: !!python/object/apply:os.system ['echo pwned']\n")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_config(path)
+
+
+@pytest.mark.parametrize(
+    "text,expected", [("7", range(7, 8)), ("0-99", range(0, 100)), (" 3 - 5 ", range(3, 6))]
+)
+def test_seed_ranges(text, expected):
+    assert parse_seed_range(text) == expected
+
+
+@pytest.mark.parametrize("text", ["9-3", "a-b", "-1", "1-", ""])
+def test_bad_seed_ranges(text):
+    with pytest.raises(ConfigError, match="--seeds"):
+        parse_seed_range(text)
+
+
+def test_resolution_does_not_alias_the_input():
+    raw = small_config_dict()
+    before = copy.deepcopy(raw)
+    config = resolve(raw)
+    assert raw == before
+    config.resolved["num_pairs"] = 1
+    assert raw["num_pairs"] == before["num_pairs"]
+
+
+def test_resolved_config_round_trips_through_yaml():
+    config = resolve(small_config_dict())
+    again = resolve(yaml.safe_load(yaml.safe_dump(config.resolved)))
+    assert again.resolved == config.resolved
