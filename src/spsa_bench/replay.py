@@ -120,20 +120,31 @@ def replay(
     uniforms = streams.match_uniforms(entropy, schedule.seeds, schedule.num_pairs)
     iter_local = schedule.iter_local(iteration_counter)
     job_exists = schedule.job_mask()
-    results = np.zeros((n_seeds, n_jobs))
-    # A worker holds one job at a time: the perturbation its job was probed with
-    # waits in the worker's slot until the job arrives.
-    inflight_c = np.zeros((n_seeds, n_workers, n_params))
-    one_worker_column = np.all(schedule.job_worker == schedule.job_worker[:1], axis=0)
+    # A worker holds one job at a time: the job's perturbation, flip and result
+    # (computed at dispatch from the snapshot) wait in the worker's slot until
+    # the job arrives.
+    slot_c = np.zeros((n_seeds, n_workers, n_params))
+    slot_flip = np.zeros((n_seeds, n_workers, n_params))
+    slot_result = np.zeros((n_seeds, n_workers))
 
-    # Columns where every seed's job has the same size and offset read a plain slice.
-    same_slice = np.all(schedule.job_pairs == schedule.job_pairs[:1], axis=0) & np.all(
-        schedule.job_offset == schedule.job_offset[:1], axis=0
-    )
+    def same_for_all_seeds(array: np.ndarray) -> np.ndarray:
+        return np.all(array == array[:1], axis=0)
+
+    # Columns where every seed does the same thing take plain slices, not gathers.
+    job_uniform = same_for_all_seeds(schedule.job_pairs) & same_for_all_seeds(schedule.job_offset)
+    job_uniform &= same_for_all_seeds(schedule.job_worker) & np.all(job_exists, axis=0)
     widths = schedule.job_pairs.max(axis=0)
+    n_events = schedule.arrival_job.shape[1]
+    arrival_active = schedule.arrival_job >= 0
+    arrival_jobs = np.maximum(schedule.arrival_job, 0)
+    arrival_worker = np.maximum(schedule.job_worker[rows[:, None], arrival_jobs], 0)
+    arrival_pairs = np.maximum(schedule.job_pairs[rows[:, None], arrival_jobs], 1).astype(
+        np.float64
+    )
+    arrival_iter = iter_local[rows[:, None], arrival_jobs]
+    event_uniform = np.all(arrival_active, axis=0) & same_for_all_seeds(arrival_worker)
 
     grid = pairs_grid(schedule.num_pairs, checkpoints)
-    n_events = schedule.arrival_job.shape[1]
     recorder = _Recorder(_checkpoint_events(schedule, grid), n_events)
     state = optimizer.init(n_seeds)
     theta = optimizer.export(state)
@@ -150,50 +161,57 @@ def replay(
 
     def dispatch(job: int) -> None:
         c = optimizer.perturbation(iter_local[:, job])
-        if one_worker_column[job]:
-            inflight_c[:, schedule.job_worker[0, job]] = c
-        else:
-            inflight_c[rows, np.maximum(schedule.job_worker[:, job], 0)] = c
-        step = c * flips[:, job]
+        flip = flips[:, job].astype(np.float64)
+        step = c * flip
         opponent = bowl.opponent_elo(view.clip(theta + step), view.clip(theta - step))
         thresholds = pentanomial.thresholds(pentanomial.probabilities(opponent))
-        if same_slice[job]:
+        if job_uniform[job]:
             start = schedule.job_offset[0, job]
             u = uniforms[:, start : start + schedule.job_pairs[0, job]]
+            net = pentanomial.net_wins_from_uniforms(u, thresholds)
+            worker = schedule.job_worker[0, job]
+            slot_c[:, worker], slot_flip[:, worker], slot_result[:, worker] = c, flip, net
         else:
+            exists = job_exists[:, job]
             u = _gather_uniforms(uniforms, schedule, job, int(widths[job]))
-        net = pentanomial.net_wins_from_uniforms(u, thresholds)
-        results[:, job] = np.where(job_exists[:, job], net, 0)
+            net = pentanomial.net_wins_from_uniforms(u, thresholds)
+            worker = np.maximum(schedule.job_worker[:, job], 0)
+            keep = ~exists  # seeds without this job keep their slot untouched
+            slot_c[rows, worker] = np.where(keep[:, None], slot_c[rows, worker], c)
+            slot_flip[rows, worker] = np.where(keep[:, None], slot_flip[rows, worker], flip)
+            slot_result[rows, worker] = np.where(keep, slot_result[rows, worker], net)
 
     record(-1)
     for job in range(min(n_workers, n_jobs)):
         dispatch(job)
 
     step_norm = np.zeros((n_seeds, n_events))
-    last_report = time.monotonic() + 0.5  # first progress line after about a second
+    next_progress = time.monotonic() + 1.0
     for event in range(n_events):
-        job = schedule.arrival_job[:, event]
-        active = job >= 0
-        all_active = bool(active.all())
-        first = int(job[0])
-        if all_active and np.all(job == first):
-            pick = (slice(None), first)
-            worker = schedule.job_worker[0, first]
-            c = inflight_c[:, worker] if one_worker_column[first] else None
+        if event_uniform[event]:
+            worker = arrival_worker[0, event]
+            c, flip, result = (
+                slot_c[:, worker].copy(),
+                slot_flip[:, worker].copy(),
+                slot_result[:, worker],
+            )
         else:
-            pick = (rows, np.maximum(job, 0))
-            c = None
-        if c is None:
-            c = inflight_c[rows, np.maximum(schedule.job_worker[pick], 0)]
+            worker = arrival_worker[:, event]
+            c, flip, result = (
+                slot_c[rows, worker],
+                slot_flip[rows, worker],
+                slot_result[rows, worker],
+            )
         report = Report(
-            n_pairs=np.maximum(schedule.job_pairs[pick], 1).astype(np.float64),
-            signal=results[pick] * signal_scale,
-            flip=flips[pick].astype(np.float64),
-            c=c.copy(),
-            iter_local=iter_local[pick],
+            n_pairs=arrival_pairs[:, event].copy(),
+            signal=result * signal_scale,
+            flip=flip,
+            c=c,
+            iter_local=arrival_iter[:, event].copy(),
         )
         new_state = optimizer.update(state, report)
-        if not all_active:
+        if not event_uniform[event]:
+            active = arrival_active[:, event]
             new_state = type(new_state)(
                 *(
                     np.where(active.reshape((-1,) + (1,) * (new.ndim - 1)), new, old)
@@ -202,12 +220,13 @@ def replay(
             )
         state = new_state
         new_theta = optimizer.export(state)
-        norm = np.sqrt(np.einsum("sp,sp->s", new_theta - theta, new_theta - theta))
+        moved = new_theta - theta
+        norm = np.sqrt(np.einsum("sp,sp->s", moved, moved))
         if not np.all(np.isfinite(norm)):
             bad = int(np.flatnonzero(~np.isfinite(norm))[0])
             raise NonFiniteStateError(
                 f"optimizer {optimizer.name!r} produced a non-finite state at seed "
-                f"{int(schedule.seeds[bad])}, arrival {event} (job {int(job[bad])})"
+                f"{int(schedule.seeds[bad])}, arrival {event} (job {int(schedule.arrival_job[bad, event])})"
             )
         step_norm[:, event] = norm
         theta = new_theta
@@ -215,9 +234,9 @@ def replay(
         next_job = n_workers + event
         if next_job < n_jobs:
             dispatch(next_job)
-        if progress is not None and (event & 63) == 0 and time.monotonic() - last_report > 0.5:
+        if progress is not None and (event & 63) == 0 and time.monotonic() > next_progress:
             progress(event, n_events)
-            last_report = time.monotonic() + 0.5  # first progress line after about a second
+            next_progress = time.monotonic() + 0.5
     if progress is not None:
         progress(n_events, n_events)
 

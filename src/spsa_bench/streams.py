@@ -26,9 +26,15 @@ def seed_sequence(entropy: int, seed: int, purpose: str, *extra: int) -> np.rand
     return np.random.SeedSequence(entropy=int(entropy), spawn_key=key)
 
 
+def bit_generator(entropy: int, seed: int, purpose: str, *extra: int) -> np.random.BitGenerator:
+    """A fresh SFC64 bit generator for ``purpose`` at ``seed`` (SFC64: fast, and
+    seeded only through the SeedSequence)."""
+    return np.random.SFC64(seed_sequence(entropy, seed, purpose, *extra))
+
+
 def generator(entropy: int, seed: int, purpose: str, *extra: int) -> np.random.Generator:
-    """A fresh PCG64 generator for ``purpose`` at ``seed``."""
-    return np.random.Generator(np.random.PCG64(seed_sequence(entropy, seed, purpose, *extra)))
+    """A fresh generator for ``purpose`` at ``seed``."""
+    return np.random.Generator(bit_generator(entropy, seed, purpose, *extra))
 
 
 def flips(entropy: int, seeds: np.ndarray, num_jobs: int, num_params: int) -> np.ndarray:
@@ -37,13 +43,16 @@ def flips(entropy: int, seeds: np.ndarray, num_jobs: int, num_params: int) -> np
     Job ``j`` of seed ``s`` always gets the same flip, whatever the number of
     jobs drawn (rows are filled in job order from the seed's own stream).
     """
-    out = np.empty((len(seeds), num_jobs, num_params), dtype=np.int8)
+    n_bits = num_jobs * num_params
+    n_words = -(-n_bits // 64)
+    bits = np.empty((len(seeds), n_bits), dtype=np.uint8)
     for row, seed in enumerate(seeds):  # stream setup only: one draw call per seed
-        bits = generator(entropy, seed, "flips").integers(
-            0, 2, size=(num_jobs, num_params), dtype=np.int8
-        )
-        np.multiply(bits, 2, out=out[row])
-        out[row] -= 1
+        words = bit_generator(entropy, seed, "flips").random_raw(n_words).astype("<u8")
+        bits[row] = np.unpackbits(words.view(np.uint8), count=n_bits, bitorder="little")
+    # bit b of the seed's raw stream is the flip of job b // num_params, param b % num_params
+    out = bits.view(np.int8).reshape(len(seeds), num_jobs, num_params)
+    out *= 2
+    out -= 1
     return out
 
 

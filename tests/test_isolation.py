@@ -1,0 +1,57 @@
+"""Optimizers cannot read ground truth: a structural check, not a convention."""
+
+import ast
+import dataclasses
+import inspect
+from pathlib import Path
+
+import spsa_bench.optimizers as optimizers_pkg
+from spsa_bench.developer import DeveloperView
+from spsa_bench.optimizers import REGISTRY
+
+GROUND_TRUTH = {"w_true", "theta_peak", "k_elo", "peak_elo", "start_elo"}
+ALLOWED_INTERNAL = {"spsa_bench.developer", "spsa_bench.optimizers"}
+
+
+def _imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text())
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+    return names
+
+
+def test_optimizer_modules_import_only_the_developer_view():
+    folder = Path(optimizers_pkg.__file__).parent
+    for path in folder.glob("*.py"):
+        for name in _imports(path):
+            if name.startswith("spsa_bench"):
+                assert any(name == a or name.startswith(a + ".") for a in ALLOWED_INTERNAL), (
+                    f"{path.name} imports {name}"
+                )
+
+
+def test_optimizer_sources_never_name_ground_truth():
+    folder = Path(optimizers_pkg.__file__).parent
+    for path in folder.glob("*.py"):
+        tree = ast.parse(path.read_text())
+        names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+        names |= {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+        assert not names & GROUND_TRUTH, f"{path.name} references {names & GROUND_TRUTH}"
+
+
+def test_developer_view_holds_no_ground_truth():
+    fields = {f.name for f in dataclasses.fields(DeveloperView)}
+    assert not fields & GROUND_TRUTH
+    assert "oracle" not in _imports(Path(inspect.getfile(DeveloperView)))
+
+
+def test_every_optimizer_is_built_from_view_and_hyperparameters_only():
+    for kind, spec in REGISTRY.items():
+        params = list(inspect.signature(spec.build).parameters)
+        assert params == ["view", "hyper"], f"{kind}: build{params}"
+        hyper_fields = {f.name for f in dataclasses.fields(spec.hyper)}
+        assert not hyper_fields & GROUND_TRUTH, kind
