@@ -21,14 +21,38 @@ from spsa_bench.optimizers.schedule_free import (
     build_sf_sgd,
     build_sf_sgd_block,
 )
-from spsa_bench.optimizers.spsa import SpsaCwdHyper, SpsaHyper, build_spsa, build_spsa_block, build_spsa_cwd
+from spsa_bench.optimizers.spsa import (
+    SpsaCwdHyper,
+    SpsaHyper,
+    build_spsa,
+    build_spsa_block,
+    build_spsa_cwd,
+)
 
 REGISTRY: dict[str, OptimizerSpec] = {
     spec.kind: spec
     for spec in (
-        OptimizerSpec("spsa", "spsa", "classic Fishtest SPSA: block-start gain a_k/c_k times the report's total result", SpsaHyper, build_spsa),
-        OptimizerSpec("spsa-block", "spsa", "SPSA with the mean gain over the block's N micro-iterations (equals N micro-steps)", SpsaHyper, build_spsa_block),
-        OptimizerSpec("spsa-cwd", "spsa", "SPSA plus cautious weight decay centred at theta_start", SpsaCwdHyper, build_spsa_cwd),
+        OptimizerSpec(
+            "spsa",
+            "spsa",
+            "classic Fishtest SPSA: block-start gain a_k/c_k times the report's total result",
+            SpsaHyper,
+            build_spsa,
+        ),
+        OptimizerSpec(
+            "spsa-block",
+            "spsa",
+            "SPSA with the mean gain over the block's N micro-iterations (equals N micro-steps)",
+            SpsaHyper,
+            build_spsa_block,
+        ),
+        OptimizerSpec(
+            "spsa-cwd",
+            "spsa",
+            "SPSA plus cautious weight decay centred at theta_start",
+            SpsaCwdHyper,
+            build_spsa_cwd,
+        ),
         OptimizerSpec(
             "sf-sgd",
             "schedule-free",
@@ -89,7 +113,9 @@ def hyper_from_dict(kind: str, values: dict | None = None):
     names = {f.name for f in dataclasses.fields(spec.hyper)}
     unknown = sorted(set(values) - names)
     if unknown:
-        raise ValueError(f"optimizer kind {kind!r} has no hyperparameter {unknown[0]!r}; known: {sorted(names)}")
+        raise ValueError(
+            f"optimizer kind {kind!r} has no hyperparameter {unknown[0]!r}; known: {sorted(names)}"
+        )
     return spec.hyper(**values)
 
 
@@ -109,4 +135,12 @@ def build(kind: str, view: DeveloperView, hyper=None, name: str | None = None) -
     return dataclasses.replace(optimizer, name=name or kind)
 
 
-__all__ = ["REGISTRY", "Optimizer", "OptimizerSpec", "Report", "build", "get_spec", "hyper_from_dict"]
+__all__ = [
+    "REGISTRY",
+    "Optimizer",
+    "OptimizerSpec",
+    "Report",
+    "build",
+    "get_spec",
+    "hyper_from_dict",
+]

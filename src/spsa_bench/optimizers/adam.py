@@ -2,9 +2,11 @@
 
 Spaces and sign (spec 000 §2.4). Adam minimises, so a report of ``N`` pairs
 with total result ``S`` gives the phi-space gradient
-``grad = -(S / N) * flip`` (``g = -S / N`` per seed); ``m`` and ``v`` live in
-phi space and a phi step is mapped to theta by multiplying by
-``c = report.c`` (the constant ``c_dev``). One pair is one Adam step;
+``grad = -(S / N) * flip`` (``g = -S / N`` per seed). As in the original lab
+(spec 000 section 2.4) the textbook update is applied to theta directly: the
+normalized step ``lr * m_hat / (sqrt(v_hat) + eps)`` is in theta units, NOT
+mapped through ``c`` (with ``c`` the default lr 0.04 would move every
+parameter ~1.4 c per 36-pair report and the runs diverge). One pair is one Adam step;
 ``t`` counts pairs over the run. Because ``flip**2 = 1``, ``grad**2 = g**2``
 is the same for every parameter, so ``v`` is stored per seed, (seed,).
 
@@ -14,7 +16,7 @@ is the same for every parameter, so ``v`` is stored per seed, (seed,).
     m_j = beta1**j * m_0 + (1 - beta1**j) * grad        (closed-form EMAs)
     v_j = beta2**j * v_0 + (1 - beta2**j) * g**2
     u_j = (m_j / (1 - beta1**t)) / (sqrt(v_j / (1 - beta2**t)) + eps)
-    theta' = clip(theta - lr * c * sum_j u_j)
+    theta' = clip(theta - lr * sum_j u_j)
 
 The micro-step index ``j`` is an array axis: ``u_j`` factors as
 ``m_0 * a_j * w_j + grad * b_j * w_j`` with per-seed scalars
@@ -27,7 +29,7 @@ Adam's bias corrections at the end-of-block step count ``T + N`` (spec
 errata 2; without them the first block overshoots ~4x at N = 36)::
 
     sum_m  = sum_j m_j = m_0 * q + grad * (N - q),   q = beta1 (1 - beta1**N) / (1 - beta1)
-    theta' = clip(theta - lr * c * (sum_m / (1 - beta1**(T+N)))
+    theta' = clip(theta - lr * (sum_m / (1 - beta1**(T+N)))
                                   / (sqrt(v_N / (1 - beta2**(T+N))) + eps))
 
 Clamping. theta is clamped once per report, at the report boundary (Fishtest
@@ -53,7 +55,7 @@ from spsa_bench.optimizers.schedule_free import one_minus_pow
 class AdamHyper:
     lr: float = hyperparameter(
         0.04,
-        "phi-space learning rate per pair (theta step = lr * c * m_hat / (sqrt(v_hat) + eps))",
+        "learning rate per pair, in theta units (theta step = lr * m_hat / (sqrt(v_hat) + eps))",
         minimum=0.0,
     )
     beta1: float = hyperparameter(
@@ -198,7 +200,7 @@ def build_adam(view: DeveloperView, hyper: AdamHyper) -> Optimizer:
         keep, gain = first.ladder(size)
         step = state.m * (weights @ keep)[:, None] + grad * (weights @ gain)[:, None]
         return AdamState(
-            theta=view.clip(state.theta - lr * report.c * step),
+            theta=view.clip(state.theta - lr * step),
             m=ema_block(state.m, grad, first, n),
             v=ema_block(state.v, g * g, second, n),
             pairs=state.pairs + n,
@@ -229,7 +231,7 @@ def build_adam_block(view: DeveloperView, hyper: AdamHyper) -> Optimizer:
         v_hat = v / one_minus_pow(beta2, pairs)
         step = m_hat_sum / (np.sqrt(v_hat) + eps)[:, None]
         return AdamState(
-            theta=view.clip(state.theta - lr * report.c * step),
+            theta=view.clip(state.theta - lr * step),
             m=ema_block(state.m, grad, first, n),
             v=v,
             pairs=pairs,

@@ -1,7 +1,8 @@
 """AdEMAMix driven by SPSA reports (spec 000 §2.5): N micro-steps per report.
 
 Sign and spaces as :mod:`.adam`: ``grad = -(S / N) * flip`` in phi space,
-``g = -S / N``, theta steps are phi steps times ``c = report.c``; one pair is
+``g = -S / N``, the step applied to theta directly (theta units, not mapped
+through ``c``); one pair is
 one step, ``t`` counts pairs over the run. For ``j = 1..N``, ``t = T + j``
 (micro const-mean, the constant gradient ``grad``)::
 
@@ -10,7 +11,7 @@ one step, ``t`` counts pairs over the run. For ``j = 1..N``, ``t = T + j``
     v_j  = beta2**j v_0  + (1 - beta2**j) g**2
     lr_t = lr * min(1, t / warmup_pairs)                (lr when warmup_pairs = 0)
     u_j  = (m1_j / (1 - beta1**t) + alpha m2_j) / (sqrt(v_j / (1 - beta2**t) + eps_root) + eps)
-    theta' = clip(theta - c * sum_j lr_t u_j)
+    theta' = clip(theta - sum_j lr_t u_j)
 
 The sum runs over a micro-step array axis: with the per-seed
 ``w_j = 1 / (sqrt(v_hat_j + eps_root) + eps)`` (``v`` is per seed since
@@ -34,7 +35,9 @@ from spsa_bench.optimizers.base import Optimizer, Report, hyperparameter
 
 @dataclass(frozen=True)
 class AdemamixHyper:
-    lr: float = hyperparameter(0.01, "phi-space learning rate per pair", minimum=0.0)
+    lr: float = hyperparameter(
+        0.01, "learning rate per pair, in theta units (not mapped through c, as adam)", minimum=0.0
+    )
     beta1: float = hyperparameter(
         0.9,
         "EMA factor of the fast first moment m1 (bias-corrected)",
@@ -113,7 +116,7 @@ def build_ademamix(view: DeveloperView, hyper: AdemamixHyper) -> Optimizer:
         on_grad = fast @ gain1 + alpha * (rate @ gain3)
         step = state.m1 * on_m1[:, None] + state.m2 * on_m2[:, None] + grad * on_grad[:, None]
         return AdemamixState(
-            theta=view.clip(state.theta - report.c * step),
+            theta=view.clip(state.theta - step),
             m1=ema_block(state.m1, grad, first, n),
             m2=ema_block(state.m2, grad, third, n),
             v=ema_block(state.v, g * g, second, n),

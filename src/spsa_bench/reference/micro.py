@@ -30,9 +30,9 @@ counter, ``k`` the SPSA micro-iteration starting at the report's
     sf-adam(-block)   g = s * flip; v = b2 v + (1 - b2) g**2; v_hat = v / (1 - b2**t)
                       z += c * l * g / (sqrt(v_hat) + eps); W, x as sf-sgd
     adam(-block)      g = -s * flip; m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g**2
-                      theta -= lr * c * (m / (1 - b1**t)) / (sqrt(v / (1 - b2**t)) + eps)
+                      theta -= lr * (m / (1 - b1**t)) / (sqrt(v / (1 - b2**t)) + eps)
     ademamix          m1 = b1 m1 + (1 - b1) g; m2 = b3 m2 + (1 - b3) g; v as adam
-                      theta -= l * c * (m1 / (1 - b1**t) + alpha m2)
+                      theta -= l * (m1 / (1 - b1**t) + alpha m2)
                                      / (sqrt(v / (1 - b2**t) + eps_root) + eps)
 
 with the SPSA schedule of spec 001 ch. 3: ``c = c_end * num_iter**gamma``,
@@ -155,7 +155,7 @@ def adam_micro(
             v = hyper.beta2 * v + (1.0 - hyper.beta2) * g * g
             m_hat = m / (1.0 - hyper.beta1**t)
             v_hat = v / (1.0 - hyper.beta2**t)
-            theta = theta - hyper.lr * report.c * m_hat / (np.sqrt(v_hat) + hyper.eps)
+            theta = theta - hyper.lr * m_hat / (np.sqrt(v_hat) + hyper.eps)
             if clamp_every_pair:
                 theta = view.clip(theta)
         theta = view.clip(theta)
@@ -183,7 +183,7 @@ def ademamix_micro(
             v_hat = v / (1.0 - hyper.beta2**t)
             rate = hyper.lr * _warm(t, int(hyper.warmup_pairs))
             denom = np.sqrt(v_hat + hyper.eps_root) + hyper.eps
-            theta = theta - rate * report.c * (m1_hat + hyper.alpha * m2) / denom
+            theta = theta - rate * (m1_hat + hyper.alpha * m2) / denom
             if clamp_every_pair:
                 theta = view.clip(theta)
         theta = view.clip(theta)
