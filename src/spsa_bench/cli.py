@@ -135,7 +135,15 @@ def cmd_bench(args: argparse.Namespace) -> int:
     config = load_config(args.config)
     seed_counts = [int(x) for x in args.seeds.split(",")]
     optimizers = args.optimizers.split(",") if args.optimizers else ["spsa"]
+    if optimizers == ["all"]:
+        optimizers = list(config.optimizers)
     modes = args.batch_modes.split(",") if args.batch_modes else ["sync"]
+    if modes == ["all"]:
+        modes = list(config.batch_modes)
+    for name in optimizers:
+        config.optimizer(name)
+    for name in modes:
+        config.batch_mode(name)
     run_bench(
         config,
         seed_counts=seed_counts,
@@ -271,8 +279,8 @@ def build_parser() -> argparse.ArgumentParser:
         default="1,10,100,1000",
         help="comma-separated seed counts R (default: 1,10,100,1000)",
     )
-    p.add_argument("--optimizers", help="comma-separated optimizer arms (default: spsa)")
-    p.add_argument("--batch-modes", help="comma-separated batch modes (default: sync)")
+    p.add_argument("--optimizers", help="comma-separated optimizer arms, or all (default: spsa)")
+    p.add_argument("--batch-modes", help="comma-separated batch modes, or all (default: sync)")
     p.add_argument("--scenario", default="calibrated", help="scenario (default: calibrated)")
     p.add_argument(
         "--repeats",

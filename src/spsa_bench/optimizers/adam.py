@@ -117,6 +117,17 @@ def micro_axis(
     return size, t, active
 
 
+def block_dot(weights: np.ndarray, ladder: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """``sum_{j=1..N} weights[:, j] * ladder[j]`` per seed, summed strictly in order.
+
+    A sequential prefix sum read at ``j = N`` rounds the same whatever the width
+    of the micro-step axis (the largest N among the seeds run together), so a
+    seed's result never depends on the seeds beside it; a BLAS dot product
+    over the padded axis would not guarantee that bit for bit.
+    """
+    return np.cumsum(weights * ladder, axis=1)[np.arange(n.shape[0]), n - 1]
+
+
 def inverse_denominators(
     v0: np.ndarray,
     g2: np.ndarray,
@@ -198,7 +209,10 @@ def build_adam(view: DeveloperView, hyper: AdamHyper) -> Optimizer:
         if active is not None:
             weights *= active
         keep, gain = first.ladder(size)
-        step = state.m * (weights @ keep)[:, None] + grad * (weights @ gain)[:, None]
+        step = (
+            state.m * block_dot(weights, keep, n)[:, None]
+            + grad * block_dot(weights, gain, n)[:, None]
+        )
         return AdamState(
             theta=view.clip(state.theta - lr * step),
             m=ema_block(state.m, grad, first, n),

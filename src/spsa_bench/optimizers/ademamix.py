@@ -29,7 +29,14 @@ from typing import NamedTuple
 import numpy as np
 
 from spsa_bench.developer import DeveloperView
-from spsa_bench.optimizers.adam import Ladder, ema_block, gradient, inverse_denominators, micro_axis
+from spsa_bench.optimizers.adam import (
+    Ladder,
+    block_dot,
+    ema_block,
+    gradient,
+    inverse_denominators,
+    micro_axis,
+)
 from spsa_bench.optimizers.base import Optimizer, Report, hyperparameter
 
 
@@ -111,9 +118,9 @@ def build_ademamix(view: DeveloperView, hyper: AdemamixHyper) -> Optimizer:
         fast = rate * first.inverse_correction(t)
         keep1, gain1 = first.ladder(size)
         keep3, gain3 = third.ladder(size)
-        on_m1 = fast @ keep1  # (seed,)
-        on_m2 = alpha * (rate @ keep3)
-        on_grad = fast @ gain1 + alpha * (rate @ gain3)
+        on_m1 = block_dot(fast, keep1, n)  # (seed,)
+        on_m2 = alpha * block_dot(rate, keep3, n)
+        on_grad = block_dot(fast, gain1, n) + alpha * block_dot(rate, gain3, n)
         step = state.m1 * on_m1[:, None] + state.m2 * on_m2[:, None] + grad * on_grad[:, None]
         return AdemamixState(
             theta=view.clip(state.theta - step),
