@@ -1,0 +1,352 @@
+"""Pentanomial match-noise model of a game pair (vectorized).
+
+With ``a = 100`` and ``b = 22``, a game at value ``v`` with shift ``s`` has
+
+    win(v, s)  = 1 / (1 + exp((a + s - v) / b))
+    loss(v, s) = 1 - 1 / (1 + exp((-a + s - v) / b))
+    draw(v, s) = 1 - win - loss
+
+A game pair plays ``v = +a`` and ``v = -a``; with ``w+ = win(+a, s)``,
+``w- = win(-a, s)`` and likewise for draws and losses, the pair outcomes are
+
+    LL = l+ l-,   DL = l+ d- + d+ l-,   DD = d+ d- + w+ l- + l+ w-,
+    WD = w+ d- + d+ w-,   WW = w+ w-,
+
+worth -2, -1, 0, +1, +2 net wins to the hero. The shift ``s`` solves
+``EloFromScore((score(+a, s) + score(-a, s)) / 2) = opponent_elo`` with
+``score = win + draw / 2`` and ``EloFromScore(p) = 400 log10((1 - p) / p)``;
+``opponent_elo = Elo(opponent) - Elo(hero)`` is clipped to +-599 first, so a
+negative opponent Elo means the hero is stronger and scores above 1/2.
+
+Computation. With ``t = exp(s / b)`` and ``c = exp(2a / b)`` every game
+probability is rational in ``t``:
+
+    w+ = 1 / (1 + t),  l- = t / (1 + t),  w- = 1 / (1 + c t),  l+ = t / (t + c),
+    d+ = (c - 1) t / ((1 + t)(t + c)),     d- = (c - 1) t / ((1 + t)(1 + c t)),
+
+(the draws are positive by construction, so no clamping is needed) and the
+score equation reads ``g(t) = w+ - l- + w- - l+ = 4p - 2 = -2 tanh(x ln10 / 800)``
+for ``x = opponent_elo``, with ``g`` strictly decreasing. At import, ``u = log t``
+is found by vectorized bisection on a grid of ``x`` (step 1/2 Elo) and
+tabulated as a piecewise cubic Hermite interpolant (with the exact slope
+``du/dx``). A call evaluates that interpolant (error below 2e-7 in ``u``) and
+polishes it with one Newton step on ``g(t) = q``, which leaves an error of
+order 1e-14 in ``u`` (the probabilities move by at most ~0.5 per unit ``u``).
+
+Sampling. ``thresholds`` are the cumulative probabilities ``t1..t4`` of LL, LL+DL, ...;
+a pair drawn with uniform ``u`` takes the outcome value ``#{j : u >= t_j} - 2`` (inverse
+CDF: ``u`` in ``[0, t1)`` is LL, ``[t1, t2)`` DL, and so on), and ``u < 0`` marks padding.
+With common uniforms a stronger hero (lower opponent Elo, so lower thresholds) never gets a
+worse outcome for any pair.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+OUTCOMES: tuple[str, ...] = ("LL", "DL", "DD", "WD", "WW")
+#: Net wins of the hero in each pair outcome, in the order of ``OUTCOMES``.
+OUTCOME_VALUES = np.array([-2, -1, 0, 1, 2], dtype=np.int64)
+#: Per-game score of the hero in each pair outcome, in the order of ``OUTCOMES``.
+OUTCOME_SCORES = np.array([0.0, 0.25, 0.5, 0.75, 1.0])
+MAX_OPPONENT_ELO = 599.0
+
+_A = 100.0
+_B = 22.0
+_C = math.exp(2.0 * _A / _B)  # c = exp(2a / b)
+_C1 = _C - 1.0
+_HALF_C = 0.5 * _C
+_K = math.log(10.0) / 800.0  # q = 4p - 2 = -2 tanh(K x)
+
+# Grid of the interpolation table: x_j = -599 + j * _STEP, j = 0 .. _NCELLS.
+_STEP = 0.5
+_NCELLS = int(round(2.0 * MAX_OPPONENT_ELO / _STEP))
+_INV_STEP = 1.0 / _STEP
+_OFFSET = MAX_OPPONENT_ELO / _STEP
+
+
+def _score_gap(t: np.ndarray) -> np.ndarray:
+    """``g(t) = w+ - l- + w- - l+ = 4 p - 2`` at ``t = exp(s / b)`` (``p``: mean score)."""
+    w_p = 1.0 / (1.0 + t)
+    return w_p - t * w_p + 1.0 / (1.0 + _C * t) - t / (t + _C)
+
+
+def _bisect_log_shift(x: np.ndarray, iterations: int = 80) -> np.ndarray:
+    """``u = s / b`` solving the score equation for each Elo in ``x``, by vectorized bisection.
+
+    Bisection on ``s`` in ``[-600, 600]``, run until the interval stops shrinking in floating
+    point (``iterations`` halvings of the initial width ``1200 / b`` are ample).
+    """
+    q = -2.0 * np.tanh(_K * x)
+    lo = np.full(x.shape, -600.0 / _B)
+    hi = np.full(x.shape, 600.0 / _B)
+    for _ in range(iterations):
+        mid = 0.5 * (lo + hi)
+        above = _score_gap(np.exp(mid)) > q  # g decreases in u: the root lies above mid
+        lo = np.where(above, mid, lo)
+        hi = np.where(above, hi, mid)
+    return 0.5 * (lo + hi)
+
+
+def _build_table() -> np.ndarray:
+    """Cubic Hermite coefficients of ``u(x)`` per grid cell, rows ``(c3, c2, c1, c0)``.
+
+    On cell ``j`` with local coordinate ``f = (x - x_j) / step`` in ``[0, 1)``,
+    ``u = ((c3 f + c2) f + c1) f + c0`` matches ``u`` and ``du/dx`` (exact, from the implicit
+    function theorem) at both knots.
+    """
+    x = -MAX_OPPONENT_ELO + _STEP * np.arange(_NCELLS + 1)
+    u = _bisect_log_shift(x)
+    t = np.exp(u)
+    w_p = 1.0 / (1.0 + t)
+    w_m = 1.0 / (1.0 + _C * t)
+    d = 1.0 / (t + _C)
+    dg_du = -t * (2.0 * w_p * w_p + _C * (w_m * w_m + d * d))
+    dq_dx = -2.0 * _K * (1.0 - np.tanh(_K * x) ** 2)
+    m = _STEP * dq_dx / dg_du  # du per cell
+    u0, u1, m0, m1 = u[:-1], u[1:], m[:-1], m[1:]
+    coefs = np.array([2.0 * (u0 - u1) + m0 + m1, 3.0 * (u1 - u0) - 2.0 * m0 - m1, m0, u0])
+    # A trailing cell starting at the last knot serves x == +599 exactly (f == 0).
+    last = np.array([[0.0], [0.0], [m[-1]], [u[-1]]])
+    return np.ascontiguousarray(np.concatenate([coefs, last], axis=1).T)
+
+
+_TABLE = _build_table()  # shape (_NCELLS + 1, 4)
+
+# Operands of the hot path, as arrays (cheaper for numpy than Python floats). Only elementwise
+# ufuncs are used on the per-seed values (no BLAS, whose kernels round differently depending on
+# the length and alignment of the batch), so a seed's probabilities are bit-for-bit the same
+# whichever seeds are computed beside it.
+_ONE = np.array(1.0)
+_HALF = np.array(0.5)
+_C_A = np.array(_C)
+_HALF_C_A = np.array(_HALF_C)
+_C1_A = np.array(_C1)
+_INV_STEP_A = np.array(_INV_STEP)
+_OFFSET_A = np.array(_OFFSET)
+_K_A = np.array(_K)
+
+
+def _reciprocals(t: np.ndarray, rec: np.ndarray) -> np.ndarray:
+    """Fill the rows of ``rec`` (shape ``(3, n)``) with ``w+``, ``w-``, ``D`` at ``t``.
+
+    ``w+ = 1 / (1 + t)``, ``w- = 1 / (1 + c t)``, ``D = 1 / (t + c)``; returns ``rec``.
+    """
+    w_p, w_m, d = rec
+    np.add(t, _ONE, out=w_p)
+    np.multiply(t, _C_A, out=w_m)
+    w_m += _ONE
+    np.add(t, _C_A, out=d)
+    np.divide(_ONE, rec, out=rec)
+    return rec
+
+
+def _solve_t(x: np.ndarray, rec: np.ndarray) -> np.ndarray:
+    """``t = exp(s / b)`` solving the score equation at each clipped opponent Elo in ``x``.
+
+    Evaluates the Hermite table and takes one Newton step on ``g(t) = q``; ``rec`` is scratch
+    space of shape ``(3, len(x))``. Returns a new array.
+    """
+    y = np.multiply(x, _INV_STEP_A)
+    y += _OFFSET_A
+    i = y.astype(np.intp)
+    f = np.subtract(y, i, out=y)  # local coordinate in the cell
+    c3, c2, c1, c0 = _TABLE.take(i, axis=0).T
+    t = np.multiply(c3, f)  # Horner: u = ((c3 f + c2) f + c1) f + c0, then t = exp(u)
+    t += c2
+    t *= f
+    t += c1
+    t *= f
+    t += c0
+    np.exp(t, out=t)
+    # Newton step on g(t) = q = -2 tanh(K x), halved: with (w+, w-, D) at t,
+    #   r = (g - q) / 2 = tanh(K x) - 1 + w+ + w- / 2 + (c/2) D    (l- = 1 - w+, l+ = 1 - c D),
+    #   -g'(t) / 2 = w+^2 + (c/2) (w-^2 + D^2)  (> 0),   t <- t + r / (-g'(t) / 2).
+    w_p, w_m, d = _reciprocals(t, rec)
+    r = np.multiply(x, _K_A)
+    np.tanh(r, out=r)
+    r -= _ONE
+    r += w_p
+    scratch = np.multiply(w_m, _HALF, out=f)
+    r += scratch
+    np.multiply(d, _HALF_C_A, out=scratch)
+    r += scratch
+    np.multiply(rec, rec, out=rec)
+    w_m += d
+    w_m *= _HALF_C_A
+    w_m += w_p
+    r /= w_m
+    t += r
+    return t
+
+
+def _clipped_elo(opponent_elo) -> tuple[np.ndarray, tuple[int, ...]]:
+    """The opponent Elo as a new flat float64 array clipped to +-599, and its original shape."""
+    x = np.asarray(opponent_elo, dtype=np.float64)
+    flat = np.clip(x.reshape(-1), -MAX_OPPONENT_ELO, MAX_OPPONENT_ELO)
+    if np.isnan(flat).any():
+        raise ValueError("opponent Elo must not be NaN")
+    return flat, x.shape
+
+
+def shift(opponent_elo) -> np.ndarray:
+    """The shift ``s`` solving the score equation for each (clipped) opponent Elo."""
+    x, shape = _clipped_elo(opponent_elo)
+    t = _solve_t(x, np.empty((3, x.shape[0])))
+    return (_B * np.log(t)).reshape(shape)
+
+
+def probabilities(opponent_elo) -> np.ndarray:
+    """Pair-outcome probabilities ``(LL, DL, DD, WD, WW)``, shape ``(..., 5)``, float64.
+
+    ``opponent_elo`` (any shape) is ``Elo(opponent) - Elo(hero)``, clipped to +-599.
+    Every entry is non-negative and each row sums to 1 (to rounding); each entry depends
+    only on its own opponent Elo, bit for bit.
+
+    With ``E = (c - 1) l-`` (so ``d+ = E D`` and ``d- = E w-``) the outcomes reduce to
+    ``LL = l+ l-``, ``DL = E l+ (w+ + w-)``, ``DD = (l+ + E^2 D) w- + w+ l-``,
+    ``WD = E w- (w+ + D)``, ``WW = w+ w-``.
+    """
+    x, shape = _clipped_elo(opponent_elo)
+    n = x.shape[0]
+    rec = np.empty((3, n))
+    t = _solve_t(x, rec)
+    w_p, w_m, d = _reciprocals(t, rec)
+    l_m = np.multiply(t, w_p, out=x)  # l- = t / (1 + t)
+    l_p = np.multiply(t, d, out=t)  # l+ = t / (t + c)
+    e = np.multiply(l_m, _C1_A)  # E = (c - 1) l-
+    out = np.empty((n, 5))
+    scratch = np.empty(n)
+    np.multiply(l_p, l_m, out=out[:, 0])  # LL
+    np.add(w_p, w_m, out=scratch)  # DL
+    scratch *= e
+    np.multiply(scratch, l_p, out=out[:, 1])
+    np.add(w_p, d, out=scratch)  # WD
+    scratch *= e
+    np.multiply(scratch, w_m, out=out[:, 3])
+    np.multiply(w_p, w_m, out=out[:, 4])  # WW
+    e *= e  # DD = (l+ + E^2 D) w- + w+ l-
+    e *= d
+    e += l_p
+    e *= w_m
+    np.multiply(w_p, l_m, out=scratch)
+    np.add(e, scratch, out=out[:, 2])
+    return out.reshape(shape + (5,))
+
+
+def thresholds(probs: np.ndarray) -> np.ndarray:
+    """Inverse-CDF thresholds, shape ``(..., 4)``: ``P(LL)``, ``P(LL + DL)``, ``P(LL + DL + DD)``,
+    ``P(LL + DL + DD + WD)`` (cumulative sums, left to right)."""
+    probs = np.asarray(probs, dtype=np.float64)
+    if probs.shape[-1:] != (5,):
+        raise ValueError(f"probabilities must have a last axis of length 5, got {probs.shape}")
+    out = np.empty(probs.shape[:-1] + (4,))
+    np.copyto(out[..., 0], probs[..., 0])
+    for j in (1, 2, 3):
+        np.add(out[..., j - 1], probs[..., j], out=out[..., j])
+    return out
+
+
+def _check_uniforms(uniforms: np.ndarray, thresholds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Validated float64 ``(seed, M)`` uniforms, made C-contiguous, and ``(seed, 4)`` thresholds.
+
+    A strided view (say, a column slice of a seed's whole match stream) is copied once: the
+    comparisons then read it five times from cache, which is faster than five strided passes.
+    """
+    uniforms = np.asarray(uniforms, dtype=np.float64)
+    thresholds = np.asarray(thresholds, dtype=np.float64)
+    if uniforms.ndim != 2 or thresholds.shape != (uniforms.shape[0], 4):
+        raise ValueError(
+            f"expected uniforms (seed, M) and thresholds (seed, 4), got {uniforms.shape} and "
+            f"{thresholds.shape}"
+        )
+    if not uniforms.flags.c_contiguous:
+        uniforms = np.ascontiguousarray(uniforms)
+    return uniforms, thresholds
+
+
+#: Rows shorter than this are summed in float32, exactly (partial sums stay below 2**24).
+_FLOAT32_EXACT_PAIRS = 2**22
+
+
+def _row_sums(values: np.ndarray) -> np.ndarray:
+    """Exact int64 sums over the last axis of small integers (int8 or bool) through BLAS."""
+    m = values.shape[-1]
+    dtype = np.float32 if m < _FLOAT32_EXACT_PAIRS else np.float64
+    as_float = np.empty(values.shape, dtype=dtype)
+    np.copyto(as_float, values)
+    lead = values.shape[:-1]
+    sums = np.dot(as_float.reshape(math.prod(lead), m), np.ones(m, dtype=dtype))
+    return sums.astype(np.int64).reshape(lead)
+
+
+def net_wins_from_uniforms(uniforms: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
+    """Net wins of each row, int64 shape ``(seed,)``, by inverse-CDF sampling.
+
+    Pair ``k`` of row ``r`` has outcome value ``#{j : u[r, k] >= thresholds[r, j]} - 2``
+    (``u`` in ``[0, P(LL))`` gives LL = -2, and so on up to WW = +2); entries with ``u < 0``
+    are padding and count nothing. Returns the sum of the outcome values over each row.
+    The thresholds must be non-negative and non-decreasing along a row, as ``thresholds``
+    returns them.
+    """
+    uniforms, thresholds = _check_uniforms(uniforms, thresholds)
+    rows, m = uniforms.shape
+    # Per-pair values in int8: the four comparisons, minus 2 for every non-padding pair (the
+    # thresholds are >= 0, so padding fails every comparison).
+    acc = np.empty((rows, m), dtype=np.int8)
+    hit = np.empty((rows, m), dtype=np.bool_)
+    hit8 = hit.view(np.int8)
+    np.greater_equal(uniforms, thresholds[:, 0:1], out=acc.view(np.bool_))
+    for j in (1, 2, 3):
+        np.greater_equal(uniforms, thresholds[:, j : j + 1], out=hit)
+        acc += hit8
+    np.greater_equal(uniforms, 0.0, out=hit)
+    acc -= hit8
+    acc -= hit8
+    return _row_sums(acc)
+
+
+def counts_from_uniforms(uniforms: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
+    """Pentanomial counts ``(LL, DL, DD, WD, WW)`` of each row, int64 shape ``(seed, 5)``.
+
+    Same inverse-CDF rule as ``net_wins_from_uniforms`` (padding ``u < 0`` excluded), so
+    ``counts_from_uniforms(u, t) @ OUTCOME_VALUES == net_wins_from_uniforms(u, t)``.
+    """
+    uniforms, thresholds = _check_uniforms(uniforms, thresholds)
+    rows, m = uniforms.shape
+    # at_least[j] = #{k : u_k >= bound_j} for the bounds (0, t1, t2, t3, t4).
+    hits = np.empty((5, rows, m), dtype=np.bool_)
+    np.greater_equal(uniforms, 0.0, out=hits[0])
+    for j in range(4):
+        np.greater_equal(uniforms, thresholds[:, j : j + 1], out=hits[j + 1])
+    at_least = _row_sums(hits)
+    counts = np.empty((rows, 5), dtype=np.int64)
+    np.subtract(at_least[:4].T, at_least[1:].T, out=counts[:, :4])
+    counts[:, 4] = at_least[4]
+    return counts
+
+
+def _weighted_sum(probs: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """``probs @ weights`` over the last axis, elementwise (no BLAS: bitwise per row)."""
+    probs = np.asarray(probs, dtype=np.float64)
+    if probs.shape[-1:] != (5,):
+        raise ValueError(f"probabilities must have a last axis of length 5, got {probs.shape}")
+    total = probs[..., 0] * weights[0]
+    for j in range(1, 5):
+        total = total + probs[..., j] * weights[j]
+    return total
+
+
+def expected_net_wins_per_pair(probs: np.ndarray) -> np.ndarray:
+    """Mean net wins of one pair, ``probs @ OUTCOME_VALUES`` (shape ``probs.shape[:-1]``)."""
+    return _weighted_sum(probs, OUTCOME_VALUES.astype(np.float64))
+
+
+def expected_score(probs: np.ndarray) -> np.ndarray:
+    """Per-game score of the hero (0..1): LL -> 0, DL -> 1/4, DD -> 1/2, WD -> 3/4, WW -> 1.
+
+    That is ``probs @ OUTCOME_SCORES``, the pair's points divided by its two games.
+    """
+    return _weighted_sum(probs, OUTCOME_SCORES)

@@ -1,0 +1,1 @@
+"""Literal, loop-based reference implementations used by the tests."""
