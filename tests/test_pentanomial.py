@@ -266,3 +266,13 @@ def test_reference_module_is_plain():
     assert ref.A == 100.0 and ref.B == 22.0
     w, d, l = ref.win(100.0, 3.0), ref.draw(100.0, 3.0), ref.loss(100.0, 3.0)
     assert 0.0 <= d <= 1.0 and math.isclose(w + d + l, 1.0, abs_tol=1e-15)
+
+
+def test_unpadded_fast_path_gives_the_same_net_wins():
+    rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence(77)))
+    uniforms = rng.random((40, 36))
+    thresholds = pt.thresholds(pt.probabilities(rng.uniform(-300, 300, 40)))
+    np.testing.assert_array_equal(
+        pt.net_wins_from_uniforms(uniforms, thresholds, unpadded=True),
+        pt.net_wins_from_uniforms(uniforms, thresholds),
+    )

@@ -256,9 +256,9 @@ def test_schedule_is_identical_across_optimizers(monkeypatch):
     for kind in kinds:
         uniforms = []
 
-        def record(u, thresholds, uniforms=uniforms):
+        def record(u, thresholds, uniforms=uniforms, **options):
             uniforms.append(np.array(u, copy=True))
-            return original(u, thresholds)
+            return original(u, thresholds, **options)
 
         monkeypatch.setattr(pentanomial, "net_wins_from_uniforms", record)
         schedule = make_schedule(CONFIG, CONFIG.batch_mode("async-variable"), seed)

@@ -2,9 +2,10 @@
 
 For each (batch mode, optimizer, R seeds) cell the schedule is generated and
 the optimizer replayed over it ``repeats`` times; the table shows the median
-schedule time, the median replay time, their sum, events/s (reports applied
-per second, summed over seeds), seed-runs/s, and the peak memory traced
-during one extra (untimed) run.
+schedule time, the median replay time, their sum (wall clock), the median
+CPU time of the process (less sensitive to other load on the machine),
+events/s (reports applied per second, summed over seeds), seed-runs/s, and
+the peak memory traced during one extra (untimed) run.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ def _one_run(config: Config, arm_name: str, mode_name: str, scenario: str, n_see
     mode = config.batch_mode(mode_name)
     problem = make_problem(config, scenario)
     seeds = np.arange(n_seeds)
+    cpu_start = time.process_time()
     start = time.perf_counter()
     schedule = make_schedule(config, mode, seeds)
     scheduled = time.perf_counter()
@@ -42,7 +44,8 @@ def _one_run(config: Config, arm_name: str, mode_name: str, scenario: str, n_see
         checkpoints=config.checkpoints,
     )
     done = time.perf_counter()
-    return scheduled - start, done - scheduled, int(schedule.n_jobs.sum())
+    cpu = time.process_time() - cpu_start
+    return scheduled - start, done - scheduled, int(schedule.n_jobs.sum()), cpu
 
 
 def run_bench(
@@ -59,7 +62,7 @@ def run_bench(
     rows = []
     header = (
         f"{'batch mode':<15} {'optimizer':<14} {'R':>5} {'schedule s':>11} {'replay s':>9} {'total s':>8} "
-        f"{'events/s':>11} {'seed-runs/s':>12} {'peak MiB':>9}"
+        f"{'cpu s':>7} {'events/s':>11} {'seed-runs/s':>12} {'peak MiB':>9}"
     )
     print(
         f"spsa-bench bench: {config.num_pairs} pairs, scenario {scenario}, median of {repeats} runs",
@@ -77,6 +80,7 @@ def run_bench(
                 replay_s = statistics.median(t[1] for t in timings)
                 total_s = statistics.median(t[0] + t[1] for t in timings)
                 events = timings[0][2]
+                cpu_s = statistics.median(t[3] for t in timings)
                 tracemalloc.start()
                 _one_run(config, arm_name, mode_name, scenario, n_seeds)
                 peak = tracemalloc.get_traced_memory()[1] / 2**20
@@ -88,13 +92,14 @@ def run_bench(
                     "schedule_s": schedule_s,
                     "replay_s": replay_s,
                     "total_s": total_s,
+                    "cpu_s": cpu_s,
                     "events_per_s": events / replay_s,
                     "seed_runs_per_s": n_seeds / total_s,
                     "peak_mib": peak,
                 }
                 rows.append(row)
                 print(
-                    f"{mode_name:<15} {arm_name:<14} {n_seeds:>5} {schedule_s:>11.4f} {replay_s:>9.4f} {total_s:>8.4f} "
+                    f"{mode_name:<15} {arm_name:<14} {n_seeds:>5} {schedule_s:>11.4f} {replay_s:>9.4f} {total_s:>8.4f} {cpu_s:>7.4f} "
                     f"{row['events_per_s']:>11.0f} {row['seed_runs_per_s']:>12.1f} {peak:>9.1f}",
                     file=out,
                     flush=True,

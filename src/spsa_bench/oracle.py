@@ -54,6 +54,7 @@ class TrueBowl:
         object.__setattr__(self, "theta_peak", _readonly(self.theta_peak))
         object.__setattr__(self, "w_true", _readonly(self.w_true))
         object.__setattr__(self, "_curvature", _readonly(self.k_elo * self.w_true))
+        object.__setattr__(self, "_twice_peak", _readonly(2.0 * self.theta_peak))
 
     @classmethod
     def from_start(cls, theta_start, theta_peak, w_true, start_elo: float, peak_elo: float):
@@ -78,13 +79,12 @@ class TrueBowl:
         """``-(Elo(theta_plus) - Elo(theta_minus))`` clipped to +-599: the opponent
         (theta_minus) as seen from the hero (theta_plus)."""
         # Elo(minus) - Elo(plus) = k sum_i w_i (plus_i - minus_i) (plus_i + minus_i - 2 peak_i)
-        difference = np.einsum(
-            "...p,p,...p->...",
-            theta_plus - theta_minus,
-            self._curvature,
-            theta_plus + theta_minus - 2 * self.theta_peak,
-        )
-        return np.clip(difference, -MAX_OPPONENT_ELO, MAX_OPPONENT_ELO)
+        spread = theta_plus - theta_minus
+        spread *= self._curvature
+        centre = theta_plus + theta_minus
+        centre -= self._twice_peak
+        difference = np.einsum("...p,...p->...", spread, centre)
+        return np.minimum(np.maximum(difference, -MAX_OPPONENT_ELO), MAX_OPPONENT_ELO)
 
     @property
     def active(self) -> np.ndarray:

@@ -185,7 +185,8 @@ def _solve_t(x: np.ndarray, rec: np.ndarray) -> np.ndarray:
 def _clipped_elo(opponent_elo) -> tuple[np.ndarray, tuple[int, ...]]:
     """The opponent Elo as a new flat float64 array clipped to +-599, and its original shape."""
     x = np.asarray(opponent_elo, dtype=np.float64)
-    flat = np.clip(x.reshape(-1), -MAX_OPPONENT_ELO, MAX_OPPONENT_ELO)
+    flat = np.maximum(x.reshape(-1), -MAX_OPPONENT_ELO)  # a new array (never aliases the input)
+    np.minimum(flat, MAX_OPPONENT_ELO, out=flat)
     if np.isnan(flat).any():
         raise ValueError("opponent Elo must not be NaN")
     return flat, x.shape
@@ -282,14 +283,17 @@ def _row_sums(values: np.ndarray) -> np.ndarray:
     return sums.astype(np.int64).reshape(lead)
 
 
-def net_wins_from_uniforms(uniforms: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
+def net_wins_from_uniforms(
+    uniforms: np.ndarray, thresholds: np.ndarray, *, unpadded: bool = False
+) -> np.ndarray:
     """Net wins of each row, int64 shape ``(seed,)``, by inverse-CDF sampling.
 
     Pair ``k`` of row ``r`` has outcome value ``#{j : u[r, k] >= thresholds[r, j]} - 2``
     (``u`` in ``[0, P(LL))`` gives LL = -2, and so on up to WW = +2); entries with ``u < 0``
     are padding and count nothing. Returns the sum of the outcome values over each row.
     The thresholds must be non-negative and non-decreasing along a row, as ``thresholds``
-    returns them.
+    returns them. ``unpadded=True`` promises that no entry is padding, which skips the
+    padding pass (the hot path of fixed-size jobs); the result is the same.
     """
     uniforms, thresholds = _check_uniforms(uniforms, thresholds)
     rows, m = uniforms.shape
@@ -302,6 +306,8 @@ def net_wins_from_uniforms(uniforms: np.ndarray, thresholds: np.ndarray) -> np.n
     for j in (1, 2, 3):
         np.greater_equal(uniforms, thresholds[:, j : j + 1], out=hit)
         acc += hit8
+    if unpadded:
+        return _row_sums(acc) - 2 * m
     np.greater_equal(uniforms, 0.0, out=hit)
     acc -= hit8
     acc -= hit8

@@ -168,7 +168,7 @@ def replay(
         if job_uniform[job]:
             start = schedule.job_offset[0, job]
             u = uniforms[:, start : start + schedule.job_pairs[0, job]]
-            net = pentanomial.net_wins_from_uniforms(u, thresholds)
+            net = pentanomial.net_wins_from_uniforms(u, thresholds, unpadded=True)
             worker = schedule.job_worker[0, job]
             slot_c[:, worker], slot_flip[:, worker], slot_result[:, worker] = c, flip, net
         else:
