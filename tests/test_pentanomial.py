@@ -276,3 +276,17 @@ def test_unpadded_fast_path_gives_the_same_net_wins():
         pt.net_wins_from_uniforms(uniforms, thresholds, unpadded=True),
         pt.net_wins_from_uniforms(uniforms, thresholds),
     )
+
+
+def test_ragged_segments_equal_padded_rows():
+    rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence(78)))
+    sizes = np.array([0, 1, 5, 36, 128, 2])
+    thresholds = pt.thresholds(pt.probabilities(rng.uniform(-400, 400, sizes.size)))
+    padded = np.full((sizes.size, 128), -1.0)
+    for row, size in enumerate(sizes):
+        padded[row, :size] = rng.random(size)
+    flat = np.concatenate([padded[row, :size] for row, size in enumerate(sizes)])
+    np.testing.assert_array_equal(
+        pt.net_wins_from_segments(flat, thresholds, sizes),
+        pt.net_wins_from_uniforms(padded, thresholds),
+    )

@@ -314,6 +314,28 @@ def net_wins_from_uniforms(
     return _row_sums(acc)
 
 
+def net_wins_from_segments(
+    uniforms: np.ndarray, thresholds: np.ndarray, sizes: np.ndarray
+) -> np.ndarray:
+    """Net wins of ragged rows, int64 shape ``(seed,)``: the same rule as
+    :func:`net_wins_from_uniforms` with row ``r`` made of the next ``sizes[r]``
+    entries of the flat ``uniforms`` (rows of size 0 give 0).
+
+    For jobs of very different sizes this touches only the real pairs, where the
+    padded form would compare every row up to the longest.
+    """
+    uniforms = np.asarray(uniforms, dtype=np.float64)
+    sizes = np.asarray(sizes, dtype=np.int64)
+    row_of_pair = np.repeat(np.arange(sizes.shape[0]), sizes)
+    by_threshold = np.asarray(thresholds, dtype=np.float64).T  # (4, seed)
+    values = np.greater_equal(uniforms, by_threshold[0][row_of_pair]).view(np.int8)
+    for j in (1, 2, 3):  # values = outcome + 2 per pair
+        values += uniforms >= by_threshold[j][row_of_pair]
+    # bincount sums small integers in float64: exact in any order
+    sums = np.bincount(row_of_pair, weights=values, minlength=sizes.shape[0])
+    return sums.astype(np.int64) - 2 * sizes
+
+
 def counts_from_uniforms(uniforms: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
     """Pentanomial counts ``(LL, DL, DD, WD, WW)`` of each row, int64 shape ``(seed, 5)``.
 

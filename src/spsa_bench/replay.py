@@ -85,15 +85,57 @@ class _Recorder:
         return self.seed_index[lo:hi], self.grid_index[lo:hi]
 
 
-def _gather_uniforms(uniforms: np.ndarray, schedule: Schedule, job: int, width: int) -> np.ndarray:
-    """Match uniforms of job ``job`` for every seed, padded with -1 to ``width``."""
-    offsets = schedule.job_offset[:, job]
-    sizes = schedule.job_pairs[:, job]
-    index = offsets[:, None] + np.arange(width)[None, :]
-    valid = np.arange(width)[None, :] < sizes[:, None]
-    rows = np.arange(schedule.num_seeds)[:, None]
-    picked = uniforms[rows, np.minimum(index, uniforms.shape[1] - 1)]
-    return np.where(valid, picked, -1.0)
+def _job_uniforms(
+    flat_uniforms: np.ndarray, pairs_per_seed: int, offsets: np.ndarray, sizes: np.ndarray
+) -> np.ndarray:
+    """The match uniforms of one job for every seed, concatenated seed after seed.
+
+    Seed ``s`` contributes ``sizes[s]`` uniforms starting at ``offsets[s]`` of its own stream.
+    """
+    total = int(sizes.sum())
+    starts = offsets + np.arange(sizes.shape[0]) * pairs_per_seed  # in the flat array
+    # index of pair i of the concatenation: starts[seed] + (i - first position of seed)
+    first = np.cumsum(sizes) - sizes
+    index = np.repeat(starts - first, sizes) + np.arange(total)
+    return flat_uniforms[index]
+
+
+class _Seeds:
+    """Every per-seed array the event loop reads, for the seeds still running.
+
+    Seeds are compacted away once they have no events left (the lock-step over
+    arrivals otherwise keeps computing finished seeds when job counts differ, as
+    in the variable batch mode). ``origin`` maps rows back to the caller's seeds.
+    Column flags say where every remaining seed does the same thing, so the
+    loop can take plain slices instead of gathers.
+    """
+
+    PER_SEED = (
+        "origin", "flips", "uniforms", "iter_local", "job_pairs", "job_offset", "job_worker",
+        "job_slot", "job_exists", "arrival_active", "arrival_worker", "arrival_pairs",
+        "arrival_iter", "n_jobs", "slot_c", "slot_flip", "slot_result",
+    )  # fmt: skip
+
+    def __init__(self, **arrays):
+        for name in self.PER_SEED:
+            setattr(self, name, arrays[name])
+        self._derive()
+
+    def _derive(self) -> None:
+        def same(array: np.ndarray) -> np.ndarray:
+            return np.all(array == array[:1], axis=0)
+
+        self.rows = np.arange(self.origin.shape[0])
+        self.flat_uniforms = self.uniforms.reshape(-1)
+        self.job_uniform = same(self.job_pairs) & same(self.job_offset) & same(self.job_worker)
+        self.job_uniform &= np.all(self.job_exists, axis=0)
+        self.event_all_active = np.all(self.arrival_active, axis=0)
+        self.event_uniform = self.event_all_active & same(self.arrival_worker)
+
+    def keep(self, rows: np.ndarray) -> None:
+        for name in self.PER_SEED:
+            setattr(self, name, getattr(self, name)[rows])
+        self._derive()
 
 
 def replay(
@@ -107,45 +149,51 @@ def replay(
     iteration_counter: str = "arrival",
     checkpoints: int = 101,
     progress: Callable[[int, int], None] | None = None,
+    compact: bool = True,
 ) -> RunResult:
-    """Run ``optimizer`` over ``schedule`` for all its seeds at once."""
+    """Run ``optimizer`` over ``schedule`` for all its seeds at once.
+
+    ``compact`` drops seeds from the arrays once they have no events left (the
+    results are bit-identical either way; ``False`` keeps every row, for tests
+    that spy on the reports).
+    """
     if signal not in SIGNALS:
         raise ValueError(f"signal must be one of {SIGNALS}, got {signal!r}")
     n_seeds, n_jobs, n_workers = schedule.num_seeds, schedule.max_jobs, schedule.num_workers
     n_params = view.num_params
-    rows = np.arange(n_seeds)
+    n_events = schedule.arrival_job.shape[1]
     signal_scale = 1.0 if signal == "raw" else 1.0 / (2.0 * np.sqrt(n_params))
+    all_rows = np.arange(n_seeds)[:, None]
 
-    flips = streams.flips(entropy, schedule.seeds, n_jobs, n_params)
-    uniforms = streams.match_uniforms(entropy, schedule.seeds, schedule.num_pairs)
     iter_local = schedule.iter_local(iteration_counter)
     job_exists = schedule.job_mask()
+    arrival_jobs = np.maximum(schedule.arrival_job, 0)
     # A worker holds one job at a time: the job's perturbation, flip and result
     # (computed at dispatch from the snapshot) wait in the worker's slot until
-    # the job arrives.
-    slot_c = np.zeros((n_seeds, n_workers, n_params))
-    slot_flip = np.zeros((n_seeds, n_workers, n_params))
-    slot_result = np.zeros((n_seeds, n_workers))
-
-    def same_for_all_seeds(array: np.ndarray) -> np.ndarray:
-        return np.all(array == array[:1], axis=0)
-
-    # Columns where every seed does the same thing take plain slices, not gathers.
-    job_uniform = same_for_all_seeds(schedule.job_pairs) & same_for_all_seeds(schedule.job_offset)
-    job_uniform &= same_for_all_seeds(schedule.job_worker) & np.all(job_exists, axis=0)
-    widths = schedule.job_pairs.max(axis=0)
-    n_events = schedule.arrival_job.shape[1]
-    arrival_active = schedule.arrival_job >= 0
-    arrival_jobs = np.maximum(schedule.arrival_job, 0)
-    arrival_worker = np.maximum(schedule.job_worker[rows[:, None], arrival_jobs], 0)
-    arrival_pairs = np.maximum(schedule.job_pairs[rows[:, None], arrival_jobs], 1).astype(
-        np.float64
+    # the job arrives. Slot n_workers absorbs the writes of seeds without the job.
+    seeds = _Seeds(
+        origin=np.arange(n_seeds),
+        flips=streams.flips(entropy, schedule.seeds, n_jobs, n_params),
+        uniforms=streams.match_uniforms(entropy, schedule.seeds, schedule.num_pairs),
+        iter_local=iter_local,
+        job_pairs=schedule.job_pairs,
+        job_offset=schedule.job_offset,
+        job_worker=schedule.job_worker,
+        job_slot=np.where(job_exists, schedule.job_worker, n_workers),
+        job_exists=job_exists,
+        arrival_active=schedule.arrival_job >= 0,
+        arrival_worker=np.maximum(schedule.job_worker[all_rows, arrival_jobs], 0),
+        arrival_pairs=np.maximum(schedule.job_pairs[all_rows, arrival_jobs], 1).astype(np.float64),
+        arrival_iter=iter_local[all_rows, arrival_jobs],
+        n_jobs=schedule.n_jobs,
+        slot_c=np.zeros((n_seeds, n_workers + 1, n_params)),
+        slot_flip=np.zeros((n_seeds, n_workers + 1, n_params)),
+        slot_result=np.zeros((n_seeds, n_workers + 1)),
     )
-    arrival_iter = iter_local[rows[:, None], arrival_jobs]
-    event_uniform = np.all(arrival_active, axis=0) & same_for_all_seeds(arrival_worker)
 
     grid = pairs_grid(schedule.num_pairs, checkpoints)
     recorder = _Recorder(_checkpoint_events(schedule, grid), n_events)
+    position = np.arange(n_seeds)  # row of each original seed among the running ones
     state = optimizer.init(n_seeds)
     theta = optimizer.export(state)
     extra_names = list(optimizer.extras(state))
@@ -155,31 +203,39 @@ def replay(
     def record(event: int) -> None:
         seed_index, grid_index = recorder.at(event)
         if seed_index.size:
-            theta_out[seed_index, grid_index] = theta[seed_index]
+            rows = position[seed_index]
+            theta_out[seed_index, grid_index] = theta[rows]
             for name, value in optimizer.extras(state).items():
-                extras_out[name][seed_index, grid_index] = value[seed_index]
+                extras_out[name][seed_index, grid_index] = value[rows]
 
     def dispatch(job: int) -> None:
-        c = optimizer.perturbation(iter_local[:, job])
-        flip = flips[:, job].astype(np.float64)
+        c = optimizer.perturbation(seeds.iter_local[:, job])
+        flip = seeds.flips[:, job].astype(np.float64)
         step = c * flip
         opponent = bowl.opponent_elo(view.clip(theta + step), view.clip(theta - step))
         thresholds = pentanomial.thresholds(pentanomial.probabilities(opponent))
-        if job_uniform[job]:
-            start = schedule.job_offset[0, job]
-            u = uniforms[:, start : start + schedule.job_pairs[0, job]]
+        if seeds.job_uniform[job]:
+            start = seeds.job_offset[0, job]
+            u = seeds.uniforms[:, start : start + seeds.job_pairs[0, job]]
             net = pentanomial.net_wins_from_uniforms(u, thresholds, unpadded=True)
-            worker = schedule.job_worker[0, job]
-            slot_c[:, worker], slot_flip[:, worker], slot_result[:, worker] = c, flip, net
+            slot = seeds.job_worker[0, job]
+            seeds.slot_c[:, slot], seeds.slot_flip[:, slot], seeds.slot_result[:, slot] = (
+                c,
+                flip,
+                net,
+            )
         else:
-            exists = job_exists[:, job]
-            u = _gather_uniforms(uniforms, schedule, job, int(widths[job]))
-            net = pentanomial.net_wins_from_uniforms(u, thresholds)
-            worker = np.maximum(schedule.job_worker[:, job], 0)
-            keep = ~exists  # seeds without this job keep their slot untouched
-            slot_c[rows, worker] = np.where(keep[:, None], slot_c[rows, worker], c)
-            slot_flip[rows, worker] = np.where(keep[:, None], slot_flip[rows, worker], flip)
-            slot_result[rows, worker] = np.where(keep, slot_result[rows, worker], net)
+            sizes = seeds.job_pairs[:, job]
+            u = _job_uniforms(
+                seeds.flat_uniforms, schedule.num_pairs, seeds.job_offset[:, job], sizes
+            )
+            net = pentanomial.net_wins_from_segments(u, thresholds, sizes)
+            slot, rows = seeds.job_slot[:, job], seeds.rows
+            seeds.slot_c[rows, slot], seeds.slot_flip[rows, slot], seeds.slot_result[rows, slot] = (
+                c,
+                flip,
+                net,
+            )
 
     record(-1)
     for job in range(min(n_workers, n_jobs)):
@@ -188,30 +244,34 @@ def replay(
     step_norm = np.zeros((n_seeds, n_events))
     next_progress = time.monotonic() + 1.0
     for event in range(n_events):
-        if event_uniform[event]:
-            worker = arrival_worker[0, event]
-            c, flip, result = (
-                slot_c[:, worker].copy(),
-                slot_flip[:, worker].copy(),
-                slot_result[:, worker],
-            )
+        running = seeds.n_jobs > event
+        if compact and 2 * int(running.sum()) <= running.shape[0]:  # half are done: drop them
+            kept = np.flatnonzero(running)
+            seeds.keep(kept)
+            state = type(state)(*(field[kept] for field in state))
+            theta = theta[kept]
+            position[seeds.origin] = np.arange(seeds.origin.shape[0])
+        if seeds.event_uniform[event]:
+            slot = seeds.arrival_worker[0, event]
+            c, flip = seeds.slot_c[:, slot].copy(), seeds.slot_flip[:, slot].copy()
+            result = seeds.slot_result[:, slot]
         else:
-            worker = arrival_worker[:, event]
+            slot, rows = seeds.arrival_worker[:, event], seeds.rows
             c, flip, result = (
-                slot_c[rows, worker],
-                slot_flip[rows, worker],
-                slot_result[rows, worker],
+                seeds.slot_c[rows, slot],
+                seeds.slot_flip[rows, slot],
+                seeds.slot_result[rows, slot],
             )
         report = Report(
-            n_pairs=arrival_pairs[:, event].copy(),
+            n_pairs=seeds.arrival_pairs[:, event].copy(),
             signal=result * signal_scale,
             flip=flip,
             c=c,
-            iter_local=arrival_iter[:, event].copy(),
+            iter_local=seeds.arrival_iter[:, event].copy(),
         )
         new_state = optimizer.update(state, report)
-        if not event_uniform[event]:
-            active = arrival_active[:, event]
+        if not seeds.event_all_active[event]:
+            active = seeds.arrival_active[:, event]
             new_state = type(new_state)(
                 *(
                     np.where(active.reshape((-1,) + (1,) * (new.ndim - 1)), new, old)
@@ -224,11 +284,12 @@ def replay(
         norm = np.sqrt(np.einsum("sp,sp->s", moved, moved))
         if not np.all(np.isfinite(norm)):
             bad = int(np.flatnonzero(~np.isfinite(norm))[0])
+            seed = int(seeds.origin[bad])
             raise NonFiniteStateError(
                 f"optimizer {optimizer.name!r} produced a non-finite state at seed "
-                f"{int(schedule.seeds[bad])}, arrival {event} (job {int(schedule.arrival_job[bad, event])})"
+                f"{int(schedule.seeds[seed])}, arrival {event} (job {int(schedule.arrival_job[seed, event])})"
             )
-        step_norm[:, event] = norm
+        step_norm[seeds.origin, event] = norm
         theta = new_theta
         record(event)
         next_job = n_workers + event
