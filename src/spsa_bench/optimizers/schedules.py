@@ -45,6 +45,11 @@ class GainSchedule:
         k = np.asarray(k, dtype=np.float64)
         return self.a[None, :] / ((self.A + k) ** self.alpha)[:, None]
 
+    @property
+    def gain_scale(self) -> np.ndarray:
+        """The per-parameter part of ``a_k / c_k``: ``a / c``."""
+        return self.a / self.c
+
     def gain_shape(self, k: np.ndarray) -> np.ndarray:
         """The scalar part of ``a_k / c_k``: ``k**gamma / (A + k)**alpha``."""
         k = np.asarray(k, dtype=np.float64)

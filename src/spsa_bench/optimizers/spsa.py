@@ -72,8 +72,14 @@ def _common(view: DeveloperView, schedule: GainSchedule):
 
 
 def _classic_step(schedule: GainSchedule, report: Report) -> np.ndarray:
-    gain = schedule.a_k(report.iter_local) / report.c
-    return gain * (report.signal[:, None] * report.flip)
+    """``(a_k0 / c_k0) * S * flip``, with ``a_k0 / c_k0 = (a / c) * k0**gamma / (A + k0)**alpha``.
+
+    (``report.c`` is ``c_k0`` by construction: the same schedule at the same ``k0``.)
+    """
+    per_seed = schedule.gain_shape(report.iter_local) * report.signal
+    step = per_seed[:, None] * report.flip
+    step *= schedule.gain_scale
+    return step
 
 
 def build_spsa(view: DeveloperView, hyper: SpsaHyper) -> Optimizer:
@@ -95,7 +101,7 @@ def build_spsa_block(view: DeveloperView, hyper: SpsaHyper) -> Optimizer:
     cumulative_gain = np.concatenate(
         ([0.0], np.cumsum(schedule.gain_shape(np.arange(1, last + 1))))
     )
-    gain_scale = schedule.a / schedule.c  # (param,)
+    gain_scale = schedule.gain_scale  # (param,)
 
     def update(state: SpsaState, report: Report) -> SpsaState:
         first = report.iter_local.astype(np.int64)
