@@ -310,6 +310,12 @@ def combine_runs(paths: Iterable[str | Path]) -> xr.Dataset:
         cell = cell.drop_vars([d for d in CELL_DIMS if d in cell.variables])
         cell = cell.expand_dims({d: [v] for d, v in zip(CELL_DIMS, key, strict=True)})
         cells.append(cell)
+    # Worker pools differ in size (sync: 1 worker): pad the worker KPIs with NaN.
+    n_workers = max(cell.sizes.get("worker", 0) for cell in cells)
+    cells = [
+        cell.pad(worker=(0, n_workers - cell.sizes["worker"])) if "worker" in cell.dims else cell
+        for cell in cells
+    ]
     combined = xr.combine_by_coords(
         cells, combine_attrs="drop_conflicts", data_vars="all", join="outer"
     )
