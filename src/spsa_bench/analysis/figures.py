@@ -1,0 +1,425 @@
+"""The benchmark figures (seaborn on matplotlib's Agg backend).
+
+Every function returns a :class:`matplotlib.figure.Figure`; :func:`save`
+writes it as PNG and SVG. One colour per optimizer arm across every figure
+comes from :func:`optimizer_palette`, the only place colours are chosen.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.ticker as mticker  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import seaborn as sns  # noqa: E402
+import xarray as xr  # noqa: E402
+from matplotlib.colors import SymLogNorm  # noqa: E402
+
+from spsa_bench.analysis.tables import hits_to_targets  # noqa: E402
+from spsa_bench.optimizers import REGISTRY  # noqa: E402
+
+#: Colours of the optimizer kinds, in registry order (tab10); other arm names
+#: get colours from the "dark" palette in order of appearance.
+_KIND_COLOURS = dict(zip(REGISTRY, sns.color_palette("tab10", len(REGISTRY)), strict=False))
+_EXTRA_COLOURS = sns.color_palette("dark", 10) + sns.color_palette("pastel", 10)
+
+BATCH_MODE_COLOURS = sns.color_palette("Set2", 8)
+
+
+def optimizer_palette(names: Sequence[str]) -> dict[str, tuple]:
+    """The colour of every optimizer arm: fixed per kind name, others in order of appearance."""
+    palette = {}
+    extra = 0
+    for name in names:
+        if name in _KIND_COLOURS:
+            palette[name] = _KIND_COLOURS[name]
+        else:
+            palette[name] = _EXTRA_COLOURS[extra % len(_EXTRA_COLOURS)]
+            extra += 1
+    return palette
+
+
+_DASHES = ("-", "--", ":", "-.")
+
+
+def _kind_dashes() -> dict[str, str]:
+    """Solid for the first kind of each family, then dashed, dotted, dash-dotted."""
+    seen: dict[str, int] = {}
+    out = {}
+    for kind, spec in REGISTRY.items():
+        index = seen.get(spec.family, 0)
+        seen[spec.family] = index + 1
+        out[kind] = _DASHES[index % len(_DASHES)]
+    return out
+
+
+_KIND_DASHES = _kind_dashes()
+
+
+def optimizer_dashes(names: Sequence[str]) -> dict[str, str]:
+    """Line style of every optimizer arm, so arms of one family that overlap stay distinguishable."""
+    return {name: _KIND_DASHES.get(name, "-") for name in names}
+
+
+def _style() -> None:
+    sns.set_theme(context="notebook", style="whitegrid", font_scale=0.85)
+
+
+def save(fig: plt.Figure, png: str | Path, svg: str | Path, dpi: int = 110) -> None:
+    for path in (png, svg):
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(png, dpi=dpi, bbox_inches="tight")
+    fig.savefig(svg, bbox_inches="tight")
+    plt.close(fig)
+
+
+def _legend(fig: plt.Figure, palette: Mapping[str, tuple], title: str = "optimizer") -> None:
+    dashes = optimizer_dashes(list(palette))
+    handles = [
+        plt.Line2D([], [], color=c, ls=dashes[n], lw=2.0, label=n) for n, c in palette.items()
+    ]
+    fig.legend(
+        handles=handles, title=title, loc="center left", bbox_to_anchor=(1.0, 0.5), frameon=False
+    )
+
+
+def _labels(ds: xr.Dataset, dim: str) -> list[str]:
+    return [str(v) for v in ds[dim].values]
+
+
+def _plain_log_ticks(ax, axis: str = "y") -> None:
+    """Log-scale tick labels as plain numbers (0.5, 1, 2, 5) instead of powers of ten."""
+    target = ax.yaxis if axis == "y" else ax.xaxis
+    target.set_major_formatter(mticker.FuncFormatter(lambda v, _: f"{v:g}"))
+    target.set_minor_formatter(
+        mticker.FuncFormatter(lambda v, _: f"{v:g}" if _leading_digit(v) in (2, 5) else "")
+    )
+
+
+def _leading_digit(value: float) -> int:
+    if not np.isfinite(value) or value <= 0:
+        return 0
+    return int(round(value / 10 ** np.floor(np.log10(value))))
+
+
+def _grid(rows: int, cols: int, width: float = 3.3, height: float = 2.6, **kwargs):
+    fig, axes = plt.subplots(
+        rows, cols, figsize=(width * cols, height * rows), squeeze=False, **kwargs
+    )
+    return fig, axes
+
+
+# ------------------------------------------------------------------ convergence
+
+
+def convergence(ds: xr.Dataset) -> plt.Figure:
+    """Median Elo loss and its 25-75% band over seeds against pairs; one panel per batch mode x scenario."""
+    _style()
+    optimizers, modes, scenarios = (
+        _labels(ds, "optimizer"),
+        _labels(ds, "batch_mode"),
+        _labels(ds, "scenario"),
+    )
+    palette, dashes = optimizer_palette(optimizers), optimizer_dashes(optimizers)
+    quant = ds["elo_loss"].quantile([0.25, 0.5, 0.75], dim="seed")
+    pairs = ds["pairs"].values
+    fig, axes = _grid(len(modes), len(scenarios), sharex=True, sharey=True)
+    for i, mode in enumerate(modes):
+        for j, scenario in enumerate(scenarios):
+            ax = axes[i, j]
+            for optimizer in optimizers:
+                q = quant.sel(optimizer=optimizer, batch_mode=mode, scenario=scenario).values
+                if not np.isfinite(q).any():
+                    continue
+                colour = palette[optimizer]
+                ax.fill_between(pairs, q[0], q[2], color=colour, alpha=0.18, lw=0)
+                ax.plot(pairs, q[1], color=colour, ls=dashes[optimizer], lw=1.4)
+            ax.set_yscale("log")
+            _plain_log_ticks(ax)
+            ax.set_title(f"{mode} · {scenario}")
+            if i == len(modes) - 1:
+                ax.set_xlabel("game pairs")
+            if j == 0:
+                ax.set_ylabel("Elo loss [Elo]")
+    fig.suptitle("Convergence: median Elo loss over seeds (band: 25–75% of seeds)", y=1.0)
+    fig.tight_layout()
+    _legend(fig, palette)
+    return fig
+
+
+def ecdf_pairs_to_target(ds: xr.Dataset, targets: Sequence[float]) -> plt.Figure:
+    """COCO-style ECDF of the pairs to reach each target, pooled over scenarios, seeds and targets.
+
+    Runs that never reach a target count in the denominator, so a curve ends at
+    the share of (scenario, seed, target) runs that reached their target.
+    """
+    _style()
+    optimizers, modes = _labels(ds, "optimizer"), _labels(ds, "batch_mode")
+    palette, dashes = optimizer_palette(optimizers), optimizer_dashes(optimizers)
+    hits = hits_to_targets(ds, targets)
+    budget = float(ds["pairs"].values[-1])
+    fig, axes = _grid(1, len(modes), width=4.0, height=3.2, sharey=True)
+    for j, mode in enumerate(modes):
+        ax = axes[0, j]
+        for optimizer in optimizers:
+            h = hits.sel(optimizer=optimizer, batch_mode=mode).values.ravel()
+            h = h[~np.isnan(h)]
+            if h.size == 0:
+                continue
+            reached = np.sort(h[np.isfinite(h)])
+            x = np.concatenate([[max(float(ds["pairs"].values[1]), 1.0)], reached, [budget]])
+            y = np.concatenate(
+                [[0.0], np.arange(1, reached.size + 1) / h.size, [reached.size / h.size]]
+            )
+            ax.step(x, y, where="post", color=palette[optimizer], ls=dashes[optimizer], lw=1.6)
+        ax.set_xscale("log")
+        _plain_log_ticks(ax, "x")
+        ax.set_ylim(0, 1.02)
+        ax.set_title(mode)
+        ax.set_xlabel("game pairs (log scale)")
+        if j == 0:
+            ax.set_ylabel("fraction of runs × targets reached")
+    label = ", ".join(f"{f:g}" for f in targets)
+    fig.suptitle(
+        f"Runtime ECDF: pairs to recover {label} of the start gap (unreached runs stay in the denominator)",
+        y=1.02,
+    )
+    fig.tight_layout()
+    _legend(fig, palette)
+    return fig
+
+
+def final_loss(ds: xr.Dataset) -> plt.Figure:
+    """Distribution of the final Elo loss over seeds: box plus points, one panel per batch mode x scenario."""
+    _style()
+    optimizers, modes, scenarios = (
+        _labels(ds, "optimizer"),
+        _labels(ds, "batch_mode"),
+        _labels(ds, "scenario"),
+    )
+    palette = optimizer_palette(optimizers)
+    frame = (
+        ds["elo_loss"].isel(pairs=-1, drop=True).to_dataframe(name="loss").reset_index().dropna()
+    )
+    frame["loss"] = frame["loss"].clip(lower=1e-4)
+    fig, axes = _grid(
+        len(modes), len(scenarios), width=0.42 * len(optimizers) + 1.2, height=3.0, sharey=True
+    )
+    for i, mode in enumerate(modes):
+        for j, scenario in enumerate(scenarios):
+            ax = axes[i, j]
+            data = frame[(frame["batch_mode"] == mode) & (frame["scenario"] == scenario)]
+            common = dict(
+                data=data,
+                x="optimizer",
+                y="loss",
+                hue="optimizer",
+                order=optimizers,
+                hue_order=optimizers,
+                palette=palette,
+                legend=False,
+                ax=ax,
+                log_scale=True,
+            )
+            sns.boxplot(
+                **common, showfliers=False, width=0.65, boxprops={"alpha": 0.55}, linewidth=0.8
+            )
+            sns.stripplot(
+                **common, size=1.8 if ds.sizes["seed"] > 30 else 3.5, alpha=0.55, jitter=0.25
+            )
+            _plain_log_ticks(ax)
+            ax.set_title(f"{mode} · {scenario}")
+            ax.set_xlabel("")
+            ax.set_ylabel("final Elo loss [Elo]" if j == 0 else "")
+            ax.tick_params(axis="x", rotation=70)
+            if i < len(modes) - 1:
+                ax.set_xticklabels([])
+    fig.suptitle(
+        "Final Elo loss after the whole budget (box: quartiles; points: seeds; log scale)", y=1.0
+    )
+    fig.tight_layout()
+    _legend(fig, palette)
+    return fig
+
+
+def _signed(value: float) -> str:
+    """Compact signed annotation: two decimals, or two significant digits below 0.01."""
+    if not np.isfinite(value):
+        return ""
+    if value == 0 or abs(value) >= 0.01:
+        return f"{value:+.2f}" if abs(value) < 100 else f"{value:+.0f}"
+    return f"{value:+.1e}"
+
+
+def paired_difference(
+    table: pd.DataFrame, baseline: str, order: Sequence[str] | None = None
+) -> plt.Figure:
+    """Heatmap of the mean paired difference of final Elo against the baseline, optimizer x cell.
+
+    ``table`` is the convergence table; cells marked ``*`` stay significant
+    after Holm's correction.
+    """
+    _style()
+    t = table[table["optimizer"] != baseline].copy()
+    t["cell"] = t["batch_mode"] + " · " + t["scenario"]
+    cells = list(dict.fromkeys(t["cell"]))
+    optimizers = [o for o in (order or dict.fromkeys(t["optimizer"])) if o in set(t["optimizer"])]
+    values = t.pivot(index="optimizer", columns="cell", values="diff_elo_mean").reindex(
+        index=optimizers, columns=cells
+    )
+    marks = t.pivot(index="optimizer", columns="cell", values="significant").reindex(
+        index=optimizers, columns=cells
+    )
+    text = values.map(_signed)
+    text = text + marks.map(lambda s: "*" if s is True or s == 1 else "")
+    fig, ax = plt.subplots(figsize=(1.0 * len(cells) + 3.0, 0.45 * len(optimizers) + 2.2))
+    finite = np.abs(values.to_numpy(dtype=float))
+    limit = float(np.nanmax(finite)) if np.isfinite(finite).any() else 1.0
+    limit = max(limit, 0.2)
+    norm = SymLogNorm(linthresh=0.1, linscale=1.0, vmin=-limit, vmax=limit, base=10)
+    sns.heatmap(
+        values,
+        annot=text.to_numpy(),
+        fmt="",
+        cmap="RdBu",
+        norm=norm,
+        ax=ax,
+        linewidths=0.5,
+        linecolor="white",
+        annot_kws={"fontsize": 7},
+        cbar_kws={"label": f"mean Δ final Elo vs {baseline} [Elo] (> 0: better; symlog)"},
+    )
+    for k, name in enumerate(optimizers):
+        ax.get_yticklabels()[k].set_color(optimizer_palette(optimizers)[name])
+    ax.set_xlabel("batch mode · scenario")
+    ax.set_ylabel("optimizer")
+    ax.tick_params(axis="x", rotation=60)
+    ax.set_title(
+        f"Paired difference of final Elo against {baseline} (mean over seeds; * = Holm-significant at 5%)"
+    )
+    fig.tight_layout()
+    return fig
+
+
+# ------------------------------------------------------------------ async
+
+
+def async_staleness(schedules: Mapping[str, xr.Dataset]) -> plt.Figure:
+    """Job staleness per asynchronous batch mode: histogram over jobs and per-seed quantiles."""
+    _style()
+    fig, axes = _grid(1, 2, width=5.0, height=3.4)
+    colours = dict(zip(schedules, BATCH_MODE_COLOURS, strict=False))
+    if not schedules:
+        for ax in axes[0]:
+            ax.text(
+                0.5,
+                0.5,
+                "no asynchronous batch mode",
+                ha="center",
+                va="center",
+                transform=ax.transAxes,
+            )
+    rows = []
+    top = max(
+        (float(np.nanmax(sched["staleness"].values)) for sched in schedules.values()), default=1.0
+    )
+    bins = np.geomspace(1.0, max(top, 2.0) * 1.05, 50)
+    for mode, sched in schedules.items():
+        mask = sched["job_pairs"].values > 0
+        values = sched["staleness"].values[mask].astype(float)
+        zero = 100.0 * np.mean(values < 1)
+        weights = np.full(values.size, 1.0 / max(values.size, 1))
+        axes[0, 0].hist(
+            values,
+            bins=bins,
+            weights=weights,
+            histtype="step",
+            lw=1.6,
+            color=colours[mode],
+            label=f"{mode} ({zero:.0f}% of jobs at 0)",
+        )
+        for name in ("staleness_p50", "staleness_p90", "staleness_p99", "staleness_max"):
+            for v in np.asarray(sched[name].values, dtype=float):
+                rows.append(
+                    {"batch mode": mode, "statistic": name.removeprefix("staleness_"), "pairs": v}
+                )
+    axes[0, 0].set_xscale("log")
+    _plain_log_ticks(axes[0, 0], "x")
+    axes[0, 0].set_xlabel("staleness of a job [pairs arrived while it ran] (log scale)")
+    axes[0, 0].set_ylabel("fraction of jobs per bin")
+    axes[0, 0].set_title("All jobs of all seeds")
+    if rows:
+        axes[0, 0].legend(title="batch mode", frameon=False, fontsize="small")
+        frame = pd.DataFrame(rows)
+        sns.boxplot(
+            data=frame,
+            x="statistic",
+            y="pairs",
+            hue="batch mode",
+            palette=colours,
+            ax=axes[0, 1],
+            showfliers=False,
+            linewidth=0.8,
+        )
+        sns.move_legend(axes[0, 1], "upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
+    axes[0, 1].set_xlabel("per-seed statistic over jobs")
+    axes[0, 1].set_ylabel("staleness [pairs]")
+    axes[0, 1].set_title("Per-seed staleness quantiles (box over seeds)")
+    fig.suptitle("Staleness in the asynchronous batch modes (synchronous: always 0)", y=1.02)
+    fig.tight_layout()
+    return fig
+
+
+def async_workers(schedules: Mapping[str, xr.Dataset]) -> plt.Figure:
+    """Pairs processed per worker against its concurrency and its speed factor, per asynchronous batch mode.
+
+    ``schedules`` maps a batch mode to its schedule dataset (``concurrency``,
+    ``speed_factor`` and ``pairs_processed`` with dims seed, worker).
+    """
+    _style()
+    modes = list(schedules)
+    fig, axes = _grid(max(len(modes), 1), 2, width=4.6, height=3.2)
+    if not modes:
+        for ax in axes[0]:
+            ax.text(
+                0.5,
+                0.5,
+                "no asynchronous batch mode",
+                ha="center",
+                va="center",
+                transform=ax.transAxes,
+            )
+        return fig
+    rng = np.random.default_rng(0)
+    for i, mode in enumerate(modes):
+        one = schedules[mode]
+        conc = one["concurrency"].values.ravel().astype(float)
+        speed = one["speed_factor"].values.ravel().astype(float)
+        pairs = one["pairs_processed"].values.ravel().astype(float)
+        ok = np.isfinite(conc) & np.isfinite(pairs)
+        conc, speed, pairs = conc[ok], speed[ok], pairs[ok]
+        jitter = 2.0 ** rng.uniform(-0.18, 0.18, size=conc.size)
+        ax = axes[i, 0]
+        art = ax.scatter(conc * jitter, pairs, c=speed, cmap="viridis", s=9, alpha=0.7, lw=0)
+        ax.set_xscale("log", base=2)
+        ax.xaxis.set_major_formatter(mticker.FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.set_xlabel("worker concurrency [games in parallel] (log2, jittered)")
+        ax.set_ylabel("pairs processed by the worker")
+        ax.set_title(f"{mode}: pairs against concurrency")
+        fig.colorbar(art, ax=ax, label="speed factor")
+        ax = axes[i, 1]
+        art = ax.scatter(speed, pairs, c=np.log2(conc), cmap="viridis", s=9, alpha=0.7, lw=0)
+        ax.set_xlabel("worker speed factor")
+        ax.set_ylabel("pairs processed by the worker")
+        ax.set_title(f"{mode}: pairs against speed")
+        fig.colorbar(art, ax=ax, label="log2 concurrency")
+    fig.suptitle("Worker pool: who processes the pairs (one point per worker and seed)", y=1.01)
+    fig.tight_layout()
+    return fig

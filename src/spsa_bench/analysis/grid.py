@@ -1,0 +1,174 @@
+"""The benchmark grid as the Snakemake workflow sees it.
+
+The workflow expands optimizer arms x batch modes x scenarios x seed chunks.
+Each simulate job receives the *cell settings*: the part of the resolved
+configuration its result depends on (that arm's hyperparameters, that batch
+mode, that scenario, the budget, checkpoints, signal, iteration counter and
+entropy) and nothing else, as one canonical JSON string. Snakemake's params
+rerun trigger compares exactly this string, so editing one arm re-runs that
+arm's jobs only, and rewriting a value in an equivalent way (``5000`` for
+``5000.0``, a default spelled out, keys reordered) re-runs nothing.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Sequence
+
+from spsa_bench.config import Config
+from spsa_bench.optimizers import REGISTRY
+from spsa_bench.optimizers.base import hyper_schema
+from spsa_bench.schema import build_schema
+
+#: Top-level keys every simulation depends on.
+RUN_KEYS = ("num_pairs", "checkpoints", "signal", "iteration_counter", "entropy")
+
+
+def seed_chunks(first: int, count: int, per_job: int) -> list[tuple[int, int]]:
+    """Inclusive ``(a, b)`` seed ranges of at most ``per_job`` seeds covering ``first .. first+count-1``."""
+    if count < 1 or per_job < 1:
+        raise ValueError("count and per_job must be positive")
+    last = first + count - 1
+    return [(a, min(a + per_job - 1, last)) for a in range(first, last + 1, per_job)]
+
+
+def config_chunks(config: Config) -> list[tuple[int, int]]:
+    return seed_chunks(config.seeds_first, config.seeds_count, config.seeds_per_job)
+
+
+def _canonical(value, schema: dict | None):
+    """``value`` with integers written as floats wherever ``schema`` says ``number``."""
+    schema = schema or {}
+    if isinstance(value, dict):
+        props = schema.get("properties", {})
+        extra = schema.get("additionalProperties")
+        extra = extra if isinstance(extra, dict) else None
+        return {key: _canonical(item, props.get(key, extra)) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_canonical(item, schema.get("items")) for item in value]
+    if schema.get("type") == "number" and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    return value
+
+
+def arm_settings(config: Config, optimizer: str) -> dict:
+    """The resolved settings of one optimizer arm: ``{"kind": ..., **hyperparameters}``."""
+    arm = config.optimizer(optimizer)
+    settings = copy.deepcopy(config.resolved["optimizers"][optimizer])
+    return _canonical(settings, {"properties": hyper_schema(REGISTRY[arm.kind].hyper)})
+
+
+def cell_settings(config: Config, optimizer: str, batch_mode: str, scenario: str) -> dict:
+    """A raw configuration holding only what one cell's simulation depends on.
+
+    ``resolve(cell | {"seeds": ...})`` gives back a configuration whose
+    simulation of this cell equals the full configuration's. Free-text scenario
+    descriptions are left out (they change no number).
+    """
+    config.batch_mode(batch_mode)
+    config.scenario(scenario)
+    schema = build_schema()["properties"]
+    resolved = config.resolved
+    cell = {key: _canonical(resolved[key], schema[key]) for key in RUN_KEYS}
+    mode = _canonical(
+        copy.deepcopy(resolved["batch_modes"][batch_mode]),
+        schema["batch_modes"]["additionalProperties"],
+    )
+    scen = copy.deepcopy(resolved["scenarios"][scenario])
+    scen.pop("description", None)
+    cell["batch_modes"] = {batch_mode: mode}
+    cell["scenarios"] = {scenario: _canonical(scen, schema["scenarios"]["additionalProperties"])}
+    cell["optimizers"] = {optimizer: arm_settings(config, optimizer)}
+    cell["baseline"] = optimizer
+    return cell
+
+
+def schedule_settings(config: Config, batch_mode: str) -> dict:
+    """What an (optimizer- and scenario-independent) job schedule depends on."""
+    schema = build_schema()["properties"]
+    resolved = config.resolved
+    mode = _canonical(
+        copy.deepcopy(resolved["batch_modes"][batch_mode]),
+        schema["batch_modes"]["additionalProperties"],
+    )
+    return {
+        "num_pairs": int(resolved["num_pairs"]),
+        "entropy": int(resolved["entropy"]),
+        "batch_modes": {batch_mode: mode},
+    }
+
+
+def to_json(settings: dict) -> str:
+    """Canonical JSON text (sorted keys, no spaces) for params and provenance."""
+    return json.dumps(settings, sort_keys=True, separators=(",", ":"))
+
+
+def with_seeds(settings: dict, first: int, last: int) -> dict:
+    """A cell's raw configuration completed with the seed range ``first .. last``."""
+    raw = copy.deepcopy(settings)
+    raw["seeds"] = {"first": int(first), "count": int(last) - int(first) + 1}
+    return raw
+
+
+def kinds(config: Config) -> list[str]:
+    """Optimizer kinds used by the configuration's arms, in registry order."""
+    used = {arm.kind for arm in config.optimizers.values()}
+    return [kind for kind in REGISTRY if kind in used]
+
+
+def async_modes(config: Config) -> list[str]:
+    return [name for name, mode in config.batch_modes.items() if not mode.is_sync]
+
+
+def run_path(batch_mode: str, scenario: str, optimizer: str, chunk: Sequence[int]) -> str:
+    a, b = chunk
+    return f"results/runs/{batch_mode}/{scenario}/{optimizer}/seeds-{a}-{b}.nc"
+
+
+def _coerce(value, schema: dict | None):
+    schema = schema or {}
+    if isinstance(value, dict):
+        props = schema.get("properties", {})
+        extra = schema.get("additionalProperties")
+        extra = extra if isinstance(extra, dict) else None
+        return {key: _coerce(item, props.get(key, extra)) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_coerce(item, schema.get("items")) for item in value]
+    if isinstance(value, str):
+        kind = schema.get("type")
+        try:
+            if kind == "integer":
+                return int(value)
+            if kind == "number":
+                return float(value)
+        except ValueError:
+            return value  # left for the schema to report
+    return value
+
+
+def coerce_strings(raw: dict) -> dict:
+    """``raw`` with numeric strings turned into numbers where the schema expects numbers.
+
+    Snakemake parses nested ``--config`` values (``--config 'seeds={count: 10}'``)
+    with YAML's base loader, which keeps every scalar a string; this restores
+    the types the schema asks for, so nested overrides work like top-level ones.
+    Anything else is left for validation to report.
+    """
+    if not isinstance(raw, dict):
+        return raw
+    schema = build_schema()
+    out = _coerce(
+        raw,
+        {k: v for k, v in schema.items() if k != "properties"}
+        | {"properties": {k: v for k, v in schema["properties"].items() if k != "optimizers"}},
+    )
+    arms = raw.get("optimizers")
+    if isinstance(arms, dict):
+        out["optimizers"] = {}
+        for name, arm in arms.items():
+            kind = arm.get("kind", name) if isinstance(arm, dict) else name
+            spec = REGISTRY.get(kind)
+            props = hyper_schema(spec.hyper) if spec is not None else {}
+            out["optimizers"][name] = _coerce(arm, {"properties": props})
+    return out

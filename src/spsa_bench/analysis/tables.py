@@ -1,0 +1,407 @@
+"""The benchmark tables, from the combined dataset (``results/benchmark.nc``).
+
+:func:`convergence_table` - one row per optimizer x batch mode x scenario:
+final Elo loss (mean with t-interval, median, 10% and 90% quantiles), the
+paired difference of final Elo against the baseline arm (mean, t-interval,
+p-value, Holm-adjusted p-value across the table, significance mark) and
+COCO-style runtimes to the Elo-loss targets.
+
+:func:`async_table` - one row per batch mode: medians over seeds of the
+per-seed schedule KPIs and summaries of the worker pool.
+
+Both return tidy :class:`pandas.DataFrame` objects; :func:`markdown` renders
+them with a caption and notes.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from spsa_bench.analysis import stats
+
+CELL = ("optimizer", "batch_mode", "scenario")
+BOOTSTRAP_SEED = 20261122
+
+
+def target_label(fraction: float) -> str:
+    return f"{fraction:g}"
+
+
+def start_gap(ds: xr.Dataset) -> xr.DataArray:
+    """Elo loss at the first checkpoint (pairs = 0): ``peak_elo - start_elo`` of each run."""
+    if int(ds["pairs"].values[0]) != 0:
+        raise ValueError("the checkpoint grid must start at pairs = 0")
+    return ds["elo_loss"].isel(pairs=0)
+
+
+def hits_to_targets(ds: xr.Dataset, targets) -> xr.DataArray:
+    """Pairs at which each run first reaches each target (``inf``: never), dims ``target`` + cell + seed.
+
+    A target ``f`` is the fraction of the start gap recovered, so its Elo loss
+    is ``(1 - f) * (peak_elo - start_elo)``; hits are read on the checkpoint grid.
+    """
+    loss = ds["elo_loss"].transpose(..., "pairs")
+    gap = start_gap(ds).transpose(*loss.dims[:-1])
+    out = []
+    for fraction in targets:
+        hit = stats.first_hit(loss.values, ds["pairs"].values, (1.0 - fraction) * gap.values)
+        out.append(
+            xr.DataArray(hit, dims=loss.dims[:-1], coords={d: loss[d] for d in loss.dims[:-1]})
+        )
+    return xr.concat(out, dim=pd.Index([float(f) for f in targets], name="target"))
+
+
+def _cells(ds: xr.Dataset):
+    for batch_mode in ds["batch_mode"].values:
+        for scenario in ds["scenario"].values:
+            for optimizer in ds["optimizer"].values:
+                yield str(optimizer), str(batch_mode), str(scenario)
+
+
+def convergence_table(
+    ds: xr.Dataset,
+    *,
+    baseline: str,
+    targets,
+    level: float = 0.95,
+    alpha: float = 0.05,
+    n_boot: int = 1000,
+    boot_seed: int = BOOTSTRAP_SEED,
+) -> pd.DataFrame:
+    """The convergence table (see the module docstring); rows by batch mode, scenario, optimizer."""
+    if baseline not in ds["optimizer"].values:
+        raise ValueError(f"baseline {baseline!r} is not an optimizer of the dataset")
+    final_loss = ds["elo_loss"].isel(pairs=-1)
+    budget = float(ds["pairs"].values[-1])
+    hits = hits_to_targets(ds, targets)
+    rows = []
+    for optimizer, batch_mode, scenario in _cells(ds):
+        where = {"optimizer": optimizer, "batch_mode": batch_mode, "scenario": scenario}
+        loss = final_loss.sel(where).values
+        present = np.isfinite(loss)
+        if not present.any():
+            continue  # a cell that was not run
+        x = loss[present]
+        mean, low, high = stats.t_interval(x, level)
+        row = {
+            **where,
+            "n_seeds": int(present.sum()),
+            "final_loss_mean": mean,
+            "final_loss_ci_low": low,
+            "final_loss_ci_high": high,
+            "final_loss_median": float(np.median(x)),
+            "final_loss_q10": float(np.quantile(x, 0.1)),
+            "final_loss_q90": float(np.quantile(x, 0.9)),
+        }
+        if optimizer == baseline:
+            row.update(
+                diff_elo_mean=0.0,
+                diff_elo_ci_low=math.nan,
+                diff_elo_ci_high=math.nan,
+                p_value=math.nan,
+            )
+        else:
+            base = final_loss.sel({**where, "optimizer": baseline}).values
+            # Final Elo of the arm minus the baseline's at the same seed (> 0: the arm is better).
+            diff = base - loss
+            diff = diff[np.isfinite(diff)]
+            d_mean, d_low, d_high = stats.t_interval(diff, level)
+            row.update(
+                diff_elo_mean=d_mean,
+                diff_elo_ci_low=d_low,
+                diff_elo_ci_high=d_high,
+                p_value=stats.paired_t_pvalue(diff),
+            )
+        for fraction in targets:
+            label = target_label(fraction)
+            h = hits.sel(target=float(fraction), **where).values
+            h = h[~np.isnan(h)]
+            q10, q90 = stats.bootstrap_art(h, budget, n_boot=n_boot, seed=boot_seed)
+            row[f"reached_{label}"] = int(np.isfinite(h).sum())
+            row[f"median_pairs_{label}"] = float(np.median(h)) if h.size else math.nan
+            row[f"aRT_{label}"] = stats.average_runtime(h, budget)
+            row[f"aRT_q10_{label}"] = float(q10)
+            row[f"aRT_q90_{label}"] = float(q90)
+        rows.append(row)
+    table = pd.DataFrame(rows)
+    table["p_holm"] = stats.holm(table["p_value"].to_numpy())
+    table["significant"] = table["p_holm"] < alpha
+    order = [c for c in table.columns if not c.startswith(("reached_", "median_pairs_", "aRT_"))]
+    return table[order + [c for c in table.columns if c not in order]]
+
+
+# ------------------------------------------------------------------ async
+
+#: Per-seed schedule KPIs summarised (median over seeds) in the async table.
+SEED_KPIS = (
+    "staleness_mean",
+    "staleness_p50",
+    "staleness_p90",
+    "staleness_p99",
+    "staleness_max",
+    "lag_p50",
+    "lag_p90",
+    "lag_p99",
+    "lag_norm_p50",
+    "lag_norm_p90",
+    "lag_norm_p99",
+    "lag_abs_mean_pairs",
+    "batch_mean_jobs",
+    "batch_median_jobs",
+    "batch_mean_pairs",
+    "batch_median_pairs",
+    "n_jobs",
+    "simulated_duration",
+)
+WORKER_KPIS = ("concurrency", "speed_factor", "pairs_processed")
+SCHEDULE_VARIABLES = (*SEED_KPIS, "budget_exhausted", *WORKER_KPIS)
+
+
+def schedule_view(
+    ds: xr.Dataset, optimizer: str | None = None, scenario: str | None = None
+) -> xr.Dataset:
+    """The schedule KPIs of one optimizer and scenario (they are the same for all: common random numbers)."""
+    optimizer = optimizer if optimizer is not None else str(ds["optimizer"].values[0])
+    scenario = scenario if scenario is not None else str(ds["scenario"].values[0])
+    names = [n for n in SCHEDULE_VARIABLES if n in ds]
+    return ds[names].sel(optimizer=optimizer, scenario=scenario)
+
+
+def _concurrency_distribution(values: np.ndarray) -> str:
+    levels, counts = np.unique(values.astype(np.int64), return_counts=True)
+    return " ".join(
+        f"{int(v)}:{100.0 * c / counts.sum():.0f}%" for v, c in zip(levels, counts, strict=True)
+    )
+
+
+def async_table(
+    ds: xr.Dataset, *, optimizer: str | None = None, scenario: str | None = None
+) -> pd.DataFrame:
+    """One row per batch mode: median over seeds of each per-seed KPI, plus worker-pool summaries."""
+    view = schedule_view(ds, optimizer, scenario)
+    rows = []
+    for batch_mode in view["batch_mode"].values:
+        one = view.sel(batch_mode=batch_mode)
+        seeds = (
+            np.isfinite(one["staleness_mean"].values) if "staleness_mean" in one else slice(None)
+        )
+        row = {"batch_mode": str(batch_mode), "n_seeds": int(np.sum(seeds))}
+        for name in SEED_KPIS:
+            if name in one:
+                values = one[name].values[seeds].astype(np.float64)
+                row[f"{name}_median"] = (
+                    float(np.median(values)) if np.isfinite(values).any() else math.nan
+                )
+        if "budget_exhausted" in one:
+            row["budget_exhausted_share"] = float(
+                np.mean(one["budget_exhausted"].values[seeds].astype(np.float64))
+            )
+        if "concurrency" in one:
+            conc = one["concurrency"].values[seeds]  # (seed, worker), NaN for absent workers
+            speed = one["speed_factor"].values[seeds]
+            pairs = one["pairs_processed"].values[seeds].astype(np.float64)
+            present = np.isfinite(conc.astype(np.float64))
+            row["workers"] = int(present[0].sum()) if present.size else 0
+            c = conc[present].astype(np.float64)
+            s = speed[present].astype(np.float64)
+            row.update(
+                concurrency_min=float(c.min()),
+                concurrency_median=float(np.median(c)),
+                concurrency_max=float(c.max()),
+                concurrency_distribution=_concurrency_distribution(c),
+                speed_min=float(s.min()),
+                speed_median=float(np.median(s)),
+                speed_mean=float(s.mean()),
+                speed_max=float(s.max()),
+            )
+            masked = np.where(present, pairs, np.nan)
+            row["pairs_per_worker_min"] = float(np.median(np.nanmin(masked, axis=1)))
+            row["pairs_per_worker_median"] = float(np.median(np.nanmedian(masked, axis=1)))
+            row["pairs_per_worker_max"] = float(np.median(np.nanmax(masked, axis=1)))
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+# ------------------------------------------------------------------ markdown
+
+
+def _format(value, digits: int) -> str:
+    if isinstance(value, (bool, np.bool_)):
+        return "yes" if value else ""
+    if isinstance(value, (int, np.integer)):
+        return str(int(value))
+    if isinstance(value, (float, np.floating)):
+        if math.isnan(value):
+            return "–"
+        if math.isinf(value):
+            return "∞" if value > 0 else "-∞"
+        if value != 0 and (abs(value) >= 10**6 or abs(value) < 10 ** (-digits)):
+            return f"{value:.{digits}g}"
+        return f"{value:,.{digits}f}" if abs(value) >= 1000 else f"{value:.{digits}f}"
+    return str(value)
+
+
+def markdown_table(frame: pd.DataFrame, columns: dict[str, str], digits: int = 3) -> str:
+    """A GitHub-flavoured markdown table of ``frame[columns]`` with headers ``columns.values()``."""
+    lines = [
+        "| " + " | ".join(columns.values()) + " |",
+        "|" + "|".join("---" for _ in columns) + "|",
+    ]
+    for _, row in frame.iterrows():
+        cells = []
+        for key in columns:
+            value = row[key]
+            cells.append(value if isinstance(value, str) else _format(value, digits))
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _interval(frame: pd.DataFrame, low: str, high: str, digits: int = 3) -> pd.Series:
+    return pd.Series(
+        [
+            f"[{_format(a, digits)}, {_format(b, digits)}]"
+            for a, b in zip(frame[low], frame[high], strict=True)
+        ],
+        index=frame.index,
+    )
+
+
+def convergence_markdown(
+    table: pd.DataFrame, *, baseline: str, targets, level: float = 0.95
+) -> str:
+    """The convergence table as markdown, with its caption and reading notes."""
+    t = table.copy()
+    t["final_ci"] = _interval(t, "final_loss_ci_low", "final_loss_ci_high")
+    t["diff_ci"] = _interval(t, "diff_elo_ci_low", "diff_elo_ci_high")
+    t["mark"] = np.where(t["significant"], "*", "")
+    pct = f"{100 * level:g}%"
+    parts = [
+        "# Convergence",
+        "",
+        f"Final Elo loss (peak Elo minus the true Elo of the exported parameters after the whole "
+        f"budget; lower is better) over {int(t['n_seeds'].max())} seeds per cell, and the paired "
+        f"difference of final Elo against the baseline `{baseline}`.",
+        "",
+        "Notes:",
+        "",
+        "- The design is **paired by common random numbers**: at one seed every optimizer sees the "
+        "same worker pool and schedule, the same perturbation flips and the same match uniforms, so "
+        "the difference is taken seed by seed (Δ = final Elo of the arm − final Elo of the baseline; "
+        "Δ > 0: the arm ends closer to the peak).",
+        f"- Intervals are two-sided {pct} Student-t intervals of the mean over seeds.",
+        f"- `*` marks a Δ whose paired t-test stays significant at family-wise 5% after Holm's "
+        f"correction across all {int(np.isfinite(t['p_value']).sum())} comparisons of the table "
+        "(Holm p < 0.05); the unadjusted interval is shown.",
+        "",
+        "## Final Elo loss and paired difference",
+        "",
+        markdown_table(
+            t,
+            {
+                "batch_mode": "batch mode",
+                "scenario": "scenario",
+                "optimizer": "optimizer",
+                "n_seeds": "seeds",
+                "final_loss_mean": "loss mean",
+                "final_ci": f"{pct} CI",
+                "final_loss_median": "median",
+                "final_loss_q10": "q10",
+                "final_loss_q90": "q90",
+                "diff_elo_mean": f"Δ vs {baseline}",
+                "diff_ci": f"Δ {pct} CI",
+                "p_holm": "Holm p",
+                "mark": "",
+            },
+        ),
+        "",
+        "## Runtime to Elo-loss targets",
+        "",
+        "A target f is reached when the Elo loss falls to (1 − f) × (peak_elo − start_elo), read on "
+        "the checkpoint grid. *reached*: seeds that reached it; *median*: median over all seeds of "
+        "the pairs to the first hit (∞ when fewer than half reach it); *aRT* (COCO's average "
+        "runtime): pairs spent by all seeds (pairs to the first hit, the whole budget for seeds "
+        "that never reach it) divided by the number of seeds that reached it, ∞ when none did; "
+        "*aRT 10–90%*: bootstrap interval over seeds (1000 resamples, fixed seed).",
+        "",
+    ]
+    columns = {"batch_mode": "batch mode", "scenario": "scenario", "optimizer": "optimizer"}
+    for fraction in targets:
+        label = target_label(fraction)
+        t[f"art_iv_{label}"] = _interval(t, f"aRT_q10_{label}", f"aRT_q90_{label}", 0)
+        t[f"reached_txt_{label}"] = [
+            f"{r}/{n}" for r, n in zip(t[f"reached_{label}"], t["n_seeds"], strict=True)
+        ]
+        columns.update(
+            {
+                f"reached_txt_{label}": f"f={label} reached",
+                f"median_pairs_{label}": "median",
+                f"aRT_{label}": "aRT",
+                f"art_iv_{label}": "aRT 10–90%",
+            }
+        )
+    parts.append(markdown_table(t, columns, digits=0))
+    return "\n".join(parts) + "\n"
+
+
+def async_markdown(table: pd.DataFrame) -> str:
+    """The async table as markdown, with its caption and reading notes."""
+    t = table.copy()
+    if "simulated_duration_median" in t:
+        t["duration_h"] = t["simulated_duration_median"] / 3600.0
+    parts = [
+        "# Asynchronous batch modes",
+        "",
+        "Schedule KPIs per batch mode: medians over seeds of each per-seed KPI. Schedules do not "
+        "depend on the optimizer or the scenario (common random numbers), so one optimizer and "
+        "scenario stand for all.",
+        "",
+        "- *staleness*: pairs that arrived between a job's dispatch and its arrival (job-weighted "
+        "statistics within a seed);",
+        "- *lag*: out-of-order lag in pairs (job offset minus pairs arrived before the job's "
+        "arrival, dispatch-counter convention; > 0: the job finished ahead of the head of line); "
+        "*mean abs lag*: pair-weighted mean absolute lag in pairs (the spec's out-of-order 'share', not a "
+        "percentage);",
+        "- *batch*: job size in pairs, job-weighted and pair-weighted;",
+        "- worker pool: concurrency (games in parallel) and speed factor pooled over workers and "
+        "seeds; pairs per worker: the min, median and max over the workers of a seed, each a "
+        "median over seeds.",
+        "",
+        "## Staleness and out-of-order lag",
+        "",
+    ]
+    columns = {
+        "batch_mode": "batch mode",
+        "n_seeds": "seeds",
+        "staleness_mean_median": "staleness mean",
+        "staleness_p50_median": "p50",
+        "staleness_p90_median": "p90",
+        "staleness_p99_median": "p99",
+        "staleness_max_median": "max",
+        "lag_p50_median": "lag p50",
+        "lag_p90_median": "lag p90",
+        "lag_p99_median": "lag p99",
+        "lag_abs_mean_pairs_median": "mean abs lag",
+    }
+    parts.append(markdown_table(t, {k: v for k, v in columns.items() if k in t}, digits=1))
+    parts += ["", "## Batches and worker pool", ""]
+    columns = {
+        "batch_mode": "batch mode",
+        "n_jobs_median": "jobs",
+        "batch_mean_jobs_median": "batch mean (jobs)",
+        "batch_mean_pairs_median": "batch mean (pairs)",
+        "duration_h": "duration (h)",
+        "workers": "workers",
+        "concurrency_distribution": "concurrency distribution",
+        "speed_min": "speed min",
+        "speed_median": "speed median",
+        "speed_max": "speed max",
+        "pairs_per_worker_min": "pairs/worker min",
+        "pairs_per_worker_median": "median",
+        "pairs_per_worker_max": "max",
+    }
+    parts.append(markdown_table(t, {k: v for k, v in columns.items() if k in t}, digits=1))
+    return "\n".join(parts) + "\n"
