@@ -1,0 +1,220 @@
+"""The Snakemake workflow: lint, formatting, configuration errors, the job grid,
+and the tiny benchmark end to end (in a temporary working directory).
+
+Snakemake runs as a subprocess from this Python environment. If
+snakemake-executor-plugin-slurm is installed, it asks ``scontrol`` for the
+cluster configuration when Snakemake starts and waits up to 10 s when no SLURM
+controller answers; these local runs put a stub ``scontrol`` that fails at
+once first on the PATH so that probe does not slow them down.
+"""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import xarray as xr
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+TINY = REPO / ".test" / "config" / "config.yaml"
+BIN = Path(sys.executable).parent
+
+
+@pytest.fixture(scope="session")
+def env(tmp_path_factory):
+    stub_dir = tmp_path_factory.mktemp("stub-bin")
+    stub = stub_dir / "scontrol"
+    stub.write_text("#!/bin/sh\nexit 1\n")
+    stub.chmod(0o755)
+    environment = dict(os.environ)
+    environment["PATH"] = os.pathsep.join([str(stub_dir), str(BIN), environment.get("PATH", "")])
+    return environment
+
+
+def snakemake(env, *args, cwd=REPO, check=True, timeout=300):
+    result = subprocess.run(
+        [str(BIN / "snakemake"), *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    if check and result.returncode != 0:
+        raise AssertionError(
+            f"snakemake {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}"
+        )
+    return result
+
+
+def job_counts(output: str) -> dict[str, int]:
+    """The 'Job stats' table of a Snakemake run or dry run."""
+    counts = {}
+    block = output.split("Job stats:", 1)[1]
+    for line in block.splitlines()[3:]:
+        parts = line.split()
+        if len(parts) != 2 or not parts[1].isdigit():
+            break
+        counts[parts[0]] = int(parts[1])
+    return counts
+
+
+def test_lint_has_no_findings(env):
+    result = snakemake(env, "--lint")
+    text = result.stdout + result.stderr
+    assert "Congratulations, your workflow is in a good condition!" in text, text
+    assert "Lints for" not in text, text
+
+
+def test_snakefmt_check_passes():
+    result = subprocess.run(
+        [str(BIN / "snakefmt"), "--check", "."],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_schema_is_the_package_schema():
+    link = REPO / "workflow" / "schemas" / "config.schema.yaml"
+    assert link.is_symlink() and not os.path.isabs(os.readlink(link))
+    assert (
+        link.resolve() == (REPO / "src" / "spsa_bench" / "schema" / "config.schema.yaml").resolve()
+    )
+
+
+def test_semantic_config_error_is_one_clear_line(env, tmp_path):
+    result = snakemake(
+        env,
+        "-n",
+        "--directory",
+        str(tmp_path),
+        "--snakefile",
+        str(REPO / "Snakefile"),
+        "--configfile",
+        str(TINY),
+        "--replace-workflow-config",
+        "--config",
+        "baseline=nope",
+        check=False,
+    )
+    assert result.returncode != 0
+    text = result.stdout + result.stderr
+    assert "invalid configuration: baseline = 'nope': not one of the optimizers" in text, text
+    assert not (tmp_path / "results").exists()  # stopped before any job ran
+
+
+def test_full_grid_and_nested_overrides(env, tmp_path):
+    """The default config expands to 10 x 3 x 4 cells; a nested --config override re-chunks the seeds."""
+    common = [
+        "-n",
+        "--directory",
+        str(tmp_path),
+        "--snakefile",
+        str(REPO / "Snakefile"),
+        "--configfile",
+        str(REPO / "config" / "config.yaml"),
+    ]
+    result = snakemake(env, *common, "--config", "seeds={first: 0, count: 100, per_job: 50}")
+    counts = job_counts(result.stdout + result.stderr)
+    assert counts["simulate"] == 10 * 3 * 4 * 2
+    assert counts["schedule"] == 2 * 2  # two asynchronous modes x two seed chunks
+    assert counts["validate_optimizers"] == 1
+    assert "results/runs/async-fixed/mixed/ademamix/seeds-50-99.nc" in result.stdout + result.stderr
+
+
+@pytest.mark.slow
+def test_tiny_benchmark_end_to_end(env, tmp_path):
+    snakefile = str(REPO / "Snakefile")
+    base = ["--directory", str(tmp_path), "--snakefile", snakefile, "--replace-workflow-config"]
+    snakemake(env, *base, "--configfile", str(TINY), "--cores", "2", "--quiet", timeout=600)
+    config = yaml.safe_load(TINY.read_text())
+    optimizers, modes, scenarios = (
+        list(config["optimizers"]),
+        list(config["batch_modes"]),
+        list(config["scenarios"]),
+    )
+    results = tmp_path / "results"
+
+    # one run file per cell and seed chunk
+    for mode in modes:
+        for scenario in scenarios:
+            for optimizer in optimizers:
+                assert (results / "runs" / mode / scenario / optimizer / "seeds-0-3.nc").is_file()
+
+    # the combined dataset opens in one call, with the grid's dims and no missing trajectory
+    with xr.open_dataset(results / "benchmark.nc") as ds:
+        assert dict(ds["elo_loss"].sizes) == {
+            "optimizer": len(optimizers),
+            "batch_mode": len(modes),
+            "scenario": len(scenarios),
+            "seed": config["seeds"]["count"],
+            "pairs": config["checkpoints"],
+        }
+        assert [str(v) for v in ds["optimizer"].values] == optimizers
+        assert ds.sizes["param"] == 8 and ds.sizes["worker"] == 20
+        assert not ds["elo_loss"].isnull().any()
+
+    convergence = pd.read_csv(results / "tables" / "convergence.csv")
+    assert len(convergence) == len(optimizers) * len(modes) * len(scenarios)
+    assert not convergence.duplicated(["optimizer", "batch_mode", "scenario"]).any()
+    assert (convergence["n_seeds"] == 4).all()
+    kpis = pd.read_csv(results / "tables" / "async.csv")
+    assert list(kpis["batch_mode"]) == modes
+    gaps = pd.read_csv(results / "tables" / "validation_gaps.csv")
+    assert set(gaps["kind"]) == set(optimizers)  # the tiny config's arms are the ten kinds
+    assert "common random numbers" in (results / "tables" / "convergence.md").read_text()
+    for name in (
+        "convergence",
+        "ecdf_pairs_to_target",
+        "final_loss",
+        "paired_difference",
+        "async_staleness",
+        "async_workers",
+    ):
+        for ext in ("png", "svg"):
+            assert (results / "figures" / f"{name}.{ext}").stat().st_size > 5000, name
+    for kind in optimizers:
+        assert (results / "validation" / f"{kind}.png").is_file()
+
+    # the report is one self-contained HTML file with every figure and table
+    report = results / "report.html"
+    snakemake(env, *base, "--configfile", str(TINY), "--report", str(report))
+    text = report.read_text()
+    assert report.stat().st_size > 100_000 and "<html" in text[:2000].lower()
+
+    # editing one arm re-runs that arm's simulations (and the aggregation) only
+    edited = yaml.safe_load(TINY.read_text())
+    edited["optimizers"]["sf-sgd"] = {"lr": 0.02}
+    edited_path = tmp_path / "edited.yaml"
+    edited_path.write_text(yaml.safe_dump(edited))
+    dry = snakemake(env, *base, "--configfile", str(edited_path), "-n")
+    out = dry.stdout + dry.stderr
+    reruns = set(re.findall(r"output: results/runs/([^/]+/[^/]+/[^/]+)/seeds-0-3\.nc", out))
+    assert reruns == {f"{m}/{s}/sf-sgd" for m in modes for s in scenarios}
+    counts = job_counts(out)
+    assert counts["simulate"] == len(modes) * len(scenarios)
+    assert (
+        "schedule" not in counts
+        and "validate_optimizers" not in counts
+        and "async_figures" not in counts
+    )
+
+
+def test_a_copy_of_the_workflow_reads_its_own_config(env, tmp_path):
+    """The catalog layout: a copy of the workflow whose config/config.yaml is the tiny one."""
+    copy = tmp_path / "repo"
+    shutil.copytree(REPO / "workflow", copy / "workflow")  # follows the schema symlink
+    shutil.copytree(REPO / "profiles" / "default", copy / "profiles" / "default")
+    shutil.copy(REPO / "Snakefile", copy / "Snakefile")
+    (copy / "config").mkdir()
+    shutil.copy(TINY, copy / "config" / "config.yaml")
+    result = snakemake(env, "-n", cwd=copy)
+    assert job_counts(result.stdout + result.stderr)["simulate"] == 10 * 3 * 2

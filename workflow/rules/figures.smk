@@ -1,0 +1,101 @@
+# Figures: PNG (shown in the report) and SVG of every figure under results/figures/.
+# Three jobs, each paying the plotting libraries' start-up once: the asynchronous
+# diagnostics need only the schedules, so they are drawn while the simulations
+# run; the other two share the cores once the combined dataset exists.
+
+
+rule convergence_figures:
+    input:
+        benchmark="results/benchmark.nc",
+    output:
+        convergence=report(
+            "results/figures/convergence.png",
+            caption="../report/convergence.rst",
+            category="Convergence",
+            labels={"figure": "convergence curves"},
+        ),
+        convergence_svg="results/figures/convergence.svg",
+        ecdf=report(
+            "results/figures/ecdf_pairs_to_target.png",
+            caption="../report/ecdf_pairs_to_target.rst",
+            category="Convergence",
+            labels={"figure": "runtime ECDF"},
+        ),
+        ecdf_svg="results/figures/ecdf_pairs_to_target.svg",
+    log:
+        "results/logs/convergence_figures.log",
+    conda:
+        ENV
+    threads: 1
+    resources:
+        mem_mb=combine_mem_mb,
+        runtime=20,
+    params:
+        targets=list(BENCH.targets),
+    script:
+        "../scripts/figures.py"
+
+
+rule comparison_figures:
+    input:
+        benchmark="results/benchmark.nc",
+        convergence="results/tables/convergence.csv",
+    output:
+        final_loss=report(
+            "results/figures/final_loss.png",
+            caption="../report/final_loss.rst",
+            category="Convergence",
+            labels={"figure": "final Elo loss"},
+        ),
+        final_loss_svg="results/figures/final_loss.svg",
+        paired_difference=report(
+            "results/figures/paired_difference.png",
+            caption="../report/paired_difference.rst",
+            category="Convergence",
+            labels={"figure": "paired difference"},
+        ),
+        paired_difference_svg="results/figures/paired_difference.svg",
+    log:
+        "results/logs/comparison_figures.log",
+    conda:
+        ENV
+    threads: 1
+    resources:
+        mem_mb=combine_mem_mb,
+        runtime=20,
+    params:
+        baseline=BENCH.baseline,
+    script:
+        "../scripts/figures.py"
+
+
+rule async_figures:
+    input:
+        schedules=get_schedule_files,
+    output:
+        async_staleness=report(
+            "results/figures/async_staleness.png",
+            caption="../report/async_staleness.rst",
+            category="Asynchronous batch modes",
+            labels={"figure": "staleness"},
+        ),
+        async_staleness_svg="results/figures/async_staleness.svg",
+        async_workers=report(
+            "results/figures/async_workers.png",
+            caption="../report/async_workers.rst",
+            category="Asynchronous batch modes",
+            labels={"figure": "worker pool"},
+        ),
+        async_workers_svg="results/figures/async_workers.svg",
+    log:
+        "results/logs/async_figures.log",
+    conda:
+        ENV
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=20,
+    params:
+        modes=ASYNC_MODES,
+    script:
+        "../scripts/figures.py"

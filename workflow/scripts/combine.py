@@ -1,0 +1,20 @@
+"""Snakemake script: combine every run file into results/benchmark.nc."""
+# ruff: noqa: F821 - `snakemake` is defined by Snakemake's script preamble
+
+import sys
+import time
+from pathlib import Path
+
+sys.stderr = open(snakemake.log[0], "w", buffering=1)  # noqa: SIM115 - lives as long as the job
+sys.path.insert(0, str(Path(snakemake.scriptdir).parents[1] / "src"))
+
+from spsa_bench.analysis.combine import combine_benchmark  # noqa: E402
+from spsa_bench.io import write_atomic  # noqa: E402
+
+start = time.perf_counter()
+ds = combine_benchmark(snakemake.input.runs, order=snakemake.params.order)
+write_atomic(ds, snakemake.output[0])
+print(
+    f"combined {len(snakemake.input.runs)} run files: {dict(ds.sizes)} ({time.perf_counter() - start:.1f} s)",
+    file=sys.stderr,
+)

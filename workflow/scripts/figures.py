@@ -1,0 +1,38 @@
+"""Snakemake script: the figures of one figure rule, each as PNG and SVG.
+
+Output names: ``<figure>`` is the PNG and ``<figure>_svg`` the SVG.
+"""
+# ruff: noqa: F821 - `snakemake` is defined by Snakemake's script preamble
+
+import sys
+from pathlib import Path
+
+sys.stderr = open(snakemake.log[0], "w", buffering=1)  # noqa: SIM115 - lives as long as the job
+sys.path.insert(0, str(Path(snakemake.scriptdir).parents[1] / "src"))
+
+import pandas as pd  # noqa: E402
+
+from spsa_bench.analysis import figures  # noqa: E402
+from spsa_bench.analysis.combine import open_benchmark, open_schedules  # noqa: E402
+
+out, params = snakemake.output, snakemake.params
+drawn = {}
+if snakemake.rule == "convergence_figures":
+    ds = open_benchmark(snakemake.input.benchmark, ["elo_loss"])
+    drawn["convergence"] = figures.convergence(ds)
+    drawn["ecdf"] = figures.ecdf_pairs_to_target(ds, params.targets)
+elif snakemake.rule == "comparison_figures":
+    ds = open_benchmark(snakemake.input.benchmark, ["elo_loss"])
+    drawn["final_loss"] = figures.final_loss(ds)
+    table = pd.read_csv(snakemake.input.convergence)
+    order = [str(v) for v in ds["optimizer"].values]
+    drawn["paired_difference"] = figures.paired_difference(table, params.baseline, order)
+elif snakemake.rule == "async_figures":
+    schedules = open_schedules(snakemake.input.schedules, params.modes)
+    drawn["async_staleness"] = figures.async_staleness(schedules)
+    drawn["async_workers"] = figures.async_workers(schedules)
+else:
+    raise ValueError(f"figures.py: no figures for rule {snakemake.rule!r}")
+for name, fig in drawn.items():
+    figures.save(fig, out[name], out[f"{name}_svg"])
+    print(f"{snakemake.rule}: {out[name]}", file=sys.stderr)

@@ -1,0 +1,44 @@
+"""Snakemake script: one optimizer arm x batch mode x scenario for one seed chunk.
+
+The run is built from the rule's params only (the cell's resolved settings), so
+its result depends on exactly what Snakemake's params rerun trigger compares.
+"""
+# ruff: noqa: F821 - `snakemake` is defined by Snakemake's script preamble
+
+import json
+import sys
+import time
+from pathlib import Path
+
+sys.stderr = open(snakemake.log[0], "w", buffering=1)  # noqa: SIM115 - lives as long as the job
+sys.path.insert(0, str(Path(snakemake.scriptdir).parents[1] / "src"))
+
+from spsa_bench.analysis import grid  # noqa: E402
+from spsa_bench.analysis.schedules import read_schedule  # noqa: E402
+from spsa_bench.config import resolve  # noqa: E402
+from spsa_bench.io import write_atomic  # noqa: E402
+from spsa_bench.simulate import simulate  # noqa: E402
+
+start = time.perf_counter()
+w = snakemake.wildcards
+first, last = int(w.a), int(w.b)
+config = resolve(grid.with_seeds(json.loads(snakemake.params.cell), first, last))
+schedule = read_schedule(snakemake.input[0]) if len(snakemake.input) else None
+if schedule is not None and list(schedule.seeds) != list(range(first, last + 1)):
+    raise ValueError(f"{snakemake.input[0]}: schedule seeds do not match {first}-{last}")
+ds = simulate(
+    config,
+    optimizer=w.optimizer,
+    batch_mode=w.batch_mode,
+    scenario=w.scenario,
+    seeds=range(first, last + 1),
+    schedule=schedule,
+)
+write_atomic(ds, snakemake.output.run)
+loss = ds["elo_loss"].isel(pairs=-1)
+print(
+    f"{w.optimizer}/{w.batch_mode}/{w.scenario} seeds {first}-{last}: final Elo loss "
+    f"mean {float(loss.mean()):.3f}, median {float(loss.median()):.3f} "
+    f"({time.perf_counter() - start:.2f} s)",
+    file=sys.stderr,
+)

@@ -1,0 +1,29 @@
+"""Snakemake script: the convergence and asynchronous-KPI tables (CSV and markdown)."""
+# ruff: noqa: F821 - `snakemake` is defined by Snakemake's script preamble
+
+import sys
+from pathlib import Path
+
+sys.stderr = open(snakemake.log[0], "w", buffering=1)  # noqa: SIM115 - lives as long as the job
+sys.path.insert(0, str(Path(snakemake.scriptdir).parents[1] / "src"))
+
+from spsa_bench.analysis import tables  # noqa: E402
+from spsa_bench.analysis.combine import open_benchmark  # noqa: E402
+
+out, baseline, targets = snakemake.output, snakemake.params.baseline, snakemake.params.targets
+ds = open_benchmark(snakemake.input[0], ["elo_loss", *tables.SCHEDULE_VARIABLES])
+
+convergence = tables.convergence_table(ds, baseline=baseline, targets=targets)
+convergence.to_csv(out.convergence, index=False, float_format="%.6g")
+Path(out.convergence_md).write_text(
+    tables.convergence_markdown(convergence, baseline=baseline, targets=targets)
+)
+
+kpis = tables.async_table(ds, optimizer=baseline)
+kpis.to_csv(out.kpis, index=False, float_format="%.6g")
+Path(out.kpis_md).write_text(tables.async_markdown(kpis))
+print(
+    f"convergence: {len(convergence)} rows, {int(convergence['significant'].sum())} significant; "
+    f"async: {len(kpis)} batch modes",
+    file=sys.stderr,
+)
