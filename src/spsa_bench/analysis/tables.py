@@ -390,9 +390,9 @@ def async_markdown(table: pd.DataFrame) -> str:
     parts += ["", "## Batches and worker pool", ""]
     columns = {
         "batch_mode": "batch mode",
-        "n_jobs_median": "jobs",
-        "batch_mean_jobs_median": "batch mean (jobs)",
-        "batch_mean_pairs_median": "batch mean (pairs)",
+        "n_jobs_median": "jobs per seed",
+        "batch_mean_jobs_median": "mean batch, job-weighted",
+        "batch_mean_pairs_median": "mean batch, pair-weighted",
         "duration_h": "duration (h)",
         "workers": "workers",
         "concurrency_distribution": "concurrency distribution",
