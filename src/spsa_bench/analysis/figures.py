@@ -94,10 +94,13 @@ def _labels(ds: xr.Dataset, dim: str) -> list[str]:
     return [str(v) for v in ds[dim].values]
 
 
-def _plain_log_ticks(ax, axis: str = "y") -> None:
+def _plain_log_ticks(ax, axis: str = "y", minor: bool = True) -> None:
     """Log-scale tick labels as plain numbers (0.5, 1, 2, 5) instead of powers of ten."""
     target = ax.yaxis if axis == "y" else ax.xaxis
     target.set_major_formatter(mticker.FuncFormatter(lambda v, _: f"{v:g}"))
+    if not minor:
+        target.set_minor_formatter(mticker.NullFormatter())
+        return
     target.set_minor_formatter(
         mticker.FuncFormatter(lambda v, _: f"{v:g}" if _leading_digit(v) in (2, 5) else "")
     )
@@ -351,7 +354,7 @@ def async_staleness(schedules: Mapping[str, xr.Dataset]) -> plt.Figure:
                     {"batch mode": mode, "statistic": name.removeprefix("staleness_"), "pairs": v}
                 )
     axes[0, 0].set_xscale("log")
-    _plain_log_ticks(axes[0, 0], "x")
+    _plain_log_ticks(axes[0, 0], "x", minor=False)
     axes[0, 0].set_xlabel("staleness of a job [pairs arrived while it ran] (log scale)")
     axes[0, 0].set_ylabel("fraction of jobs per bin")
     axes[0, 0].set_title("All jobs of all seeds")
