@@ -378,3 +378,64 @@ def expected_score(probs: np.ndarray) -> np.ndarray:
     That is ``probs @ OUTCOME_SCORES``, the pair's points divided by its two games.
     """
     return _weighted_sum(probs, OUTCOME_SCORES)
+
+
+# --------------------------------------------------------------------------- hot path
+#: Grid step (Elo) of the threshold table: cubic Hermite error ~1e-11 at this step.
+_THRESHOLD_STEP = 0.125
+
+
+def _build_threshold_table() -> np.ndarray:
+    """Cubic Hermite coefficients of the four thresholds per grid cell, ``(cells, 4, 4)``.
+
+    Values are the exact thresholds at the grid points; slopes are central differences
+    of the exact thresholds (step 1e-3 Elo, error far below the interpolation's).
+    """
+    step = _THRESHOLD_STEP
+    grid = np.linspace(
+        -MAX_OPPONENT_ELO, MAX_OPPONENT_ELO, int(round(2 * MAX_OPPONENT_ELO / step)) + 1
+    )
+    values = thresholds(probabilities(grid))
+    delta = 1e-3
+    hi = np.minimum(grid + delta, MAX_OPPONENT_ELO)
+    lo = np.maximum(grid - delta, -MAX_OPPONENT_ELO)
+    slopes = (thresholds(probabilities(hi)) - thresholds(probabilities(lo))) / (hi - lo)[:, None]
+    f0, f1 = values[:-1], values[1:]
+    m0, m1 = slopes[:-1] * step, slopes[1:] * step
+    # p(t) = ((c3 t + c2) t + c1) t + c0 on t in [0, 1]
+    table = np.stack([2 * (f0 - f1) + m0 + m1, 3 * (f1 - f0) - 2 * m0 - m1, m0, f0], axis=1)
+    table.setflags(write=False)
+    return table
+
+
+_THRESHOLD_TABLE = _build_threshold_table()
+_THRESHOLD_CELLS = _THRESHOLD_TABLE.shape[0]
+_THRESHOLD_ROWS = _THRESHOLD_TABLE.reshape(_THRESHOLD_CELLS, 16)  # c3 | c2 | c1 | c0
+
+
+def fast_thresholds(opponent_elo: np.ndarray) -> np.ndarray:
+    """``thresholds(probabilities(opponent_elo))`` for a 1-d array, from a table, ``(n, 4)``.
+
+    The simulator's hot path: a piecewise cubic Hermite interpolant of the exact
+    thresholds on a 1/8-Elo grid over +-599 (about a dozen numpy calls instead of
+    ~60). Agrees with the exact computation to ~2e-11 and with the bisection
+    reference to 1e-9 everywhere (tests); each value depends only on its own input.
+    """
+    x = np.asarray(opponent_elo, dtype=np.float64)
+    if np.isnan(x).any():
+        raise ValueError("opponent Elo must not be NaN")
+    y = np.maximum(x, -MAX_OPPONENT_ELO)
+    np.minimum(y, MAX_OPPONENT_ELO, out=y)
+    y += MAX_OPPONENT_ELO
+    y *= 1.0 / _THRESHOLD_STEP
+    cell = y.astype(np.intp)
+    np.minimum(cell, _THRESHOLD_CELLS - 1, out=cell)
+    local = (y - cell)[:, None]
+    rows = _THRESHOLD_ROWS[cell]
+    out = rows[:, 0:4] * local
+    out += rows[:, 4:8]
+    out *= local
+    out += rows[:, 8:12]
+    out *= local
+    out += rows[:, 12:16]
+    return out

@@ -31,6 +31,7 @@ from spsa_bench.oracle import TrueBowl
 from spsa_bench.schedule import Schedule
 
 SIGNALS = ("raw", "scaled")
+LAST_STEPS = 100  # avg_step_size_last_100 averages the last this many updates of a seed
 
 
 class NonFiniteStateError(RuntimeError):
@@ -213,17 +214,24 @@ def replay(
         flip = seeds.flips[:, job].astype(np.float64)
         step = c * flip
         opponent = bowl.opponent_elo(view.clip(theta + step), view.clip(theta - step))
-        thresholds = pentanomial.thresholds(pentanomial.probabilities(opponent))
+        if np.isnan(opponent).any():  # a NaN in theta reaches every probe: stop here, loudly
+            bad = int(np.flatnonzero(np.isnan(opponent))[0])
+            raise NonFiniteStateError(
+                f"optimizer {optimizer.name!r} produced a non-finite state at seed "
+                f"{int(schedule.seeds[seeds.origin[bad]])}, arrival {job - n_workers} "
+                f"(found probing job {job})"
+            )
+        thresholds = pentanomial.fast_thresholds(opponent)
         if seeds.job_uniform[job]:
             start = seeds.job_offset[0, job]
             u = seeds.uniforms[:, start : start + seeds.job_pairs[0, job]]
             net = pentanomial.net_wins_from_uniforms(u, thresholds, unpadded=True)
             slot = seeds.job_worker[0, job]
-            seeds.slot_c[:, slot], seeds.slot_flip[:, slot], seeds.slot_result[:, slot] = (
-                c,
-                flip,
-                net,
-            )
+            if lockstep:  # fresh arrays, handed over whole: nothing to copy
+                in_flight[slot] = (c, flip, net)
+            else:
+                seeds.slot_c[:, slot], seeds.slot_flip[:, slot] = c, flip
+                seeds.slot_result[:, slot] = net
         else:
             sizes = seeds.job_pairs[:, job]
             u = _job_uniforms(
@@ -237,21 +245,32 @@ def replay(
                 net,
             )
 
+    # Every seed doing the same thing at every step (the synchronous mode): jobs in
+    # flight are kept as whole arrays per worker instead of in the slot arrays.
+    lockstep = bool(seeds.job_uniform.all() and seeds.event_uniform.all())
+    in_flight: dict[int, tuple] = {}
+
     record(-1)
     for job in range(min(n_workers, n_jobs)):
         dispatch(job)
 
     step_norm = np.zeros((n_seeds, n_events))
+    last_steps_from = int(schedule.n_jobs.min()) - LAST_STEPS
+    next_compaction_check = int(schedule.n_jobs.min())
     next_progress = time.monotonic() + 1.0
     for event in range(n_events):
-        running = seeds.n_jobs > event
-        if compact and 2 * int(running.sum()) <= running.shape[0]:  # half are done: drop them
-            kept = np.flatnonzero(running)
-            seeds.keep(kept)
-            state = type(state)(*(field[kept] for field in state))
-            theta = theta[kept]
-            position[seeds.origin] = np.arange(seeds.origin.shape[0])
-        if seeds.event_uniform[event]:
+        if compact and event >= next_compaction_check:
+            running = seeds.n_jobs > event
+            if 2 * int(running.sum()) <= running.shape[0]:  # half are done: drop them
+                kept = np.flatnonzero(running)
+                seeds.keep(kept)
+                state = type(state)(*(field[kept] for field in state))
+                theta = theta[kept]
+                position[seeds.origin] = np.arange(seeds.origin.shape[0])
+            next_compaction_check = event + 1
+        if lockstep:
+            c, flip, result = in_flight.pop(seeds.arrival_worker[0, event])
+        elif seeds.event_uniform[event]:
             slot = seeds.arrival_worker[0, event]
             c, flip = seeds.slot_c[:, slot].copy(), seeds.slot_flip[:, slot].copy()
             result = seeds.slot_result[:, slot]
@@ -280,16 +299,9 @@ def replay(
             )
         state = new_state
         new_theta = optimizer.export(state)
-        moved = new_theta - theta
-        norm = np.sqrt(np.einsum("sp,sp->s", moved, moved))
-        if not np.all(np.isfinite(norm)):
-            bad = int(np.flatnonzero(~np.isfinite(norm))[0])
-            seed = int(seeds.origin[bad])
-            raise NonFiniteStateError(
-                f"optimizer {optimizer.name!r} produced a non-finite state at seed "
-                f"{int(schedule.seeds[seed])}, arrival {event} (job {int(schedule.arrival_job[seed, event])})"
-            )
-        step_norm[seeds.origin, event] = norm
+        if event >= last_steps_from:  # only the last 100 steps of a seed are summarised
+            moved = new_theta - theta
+            step_norm[seeds.origin, event] = np.sqrt(np.einsum("sp,sp->s", moved, moved))
         theta = new_theta
         record(event)
         next_job = n_workers + event
@@ -300,12 +312,21 @@ def replay(
             next_progress = time.monotonic() + 0.5
     if progress is not None:
         progress(n_events, n_events)
+    for name, field in zip(type(state)._fields, state, strict=True):
+        if not np.all(np.isfinite(field)):
+            bad = int(
+                np.flatnonzero(~np.all(np.isfinite(field.reshape(field.shape[0], -1)), axis=1))[0]
+            )
+            raise NonFiniteStateError(
+                f"optimizer {optimizer.name!r} ended with a non-finite {name} at seed "
+                f"{int(schedule.seeds[seeds.origin[bad]])}"
+            )
 
     return RunResult(
         pairs_grid=grid,
         theta=theta_out,
         extras=extras_out,
-        avg_step_size_last_100=_mean_last_steps(step_norm, schedule.n_jobs, 100),
+        avg_step_size_last_100=_mean_last_steps(step_norm, schedule.n_jobs, LAST_STEPS),
         total_pairs=schedule.job_pairs.sum(axis=1),
         n_updates=schedule.n_jobs.copy(),
     )
