@@ -307,3 +307,24 @@ def test_fast_thresholds_agree_with_exact_and_bisection():
     np.testing.assert_array_equal(pt.fast_thresholds(x[:7]), pt.fast_thresholds(x)[:7])
     with pytest.raises(ValueError, match="NaN"):
         pt.fast_thresholds(np.array([0.0, np.nan]))
+
+
+def test_integer_draws_sample_like_uniforms():
+    """k >= ceil(t 2**32) is exactly u >= t for u = k / 2**32, and the two APIs agree."""
+    rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence(80)))
+    draws = rng.integers(0, 2**32, size=(30, 64), dtype=np.uint32)
+    thresholds = pt.thresholds(pt.probabilities(rng.uniform(-599, 599, 30)))
+    uniforms = draws.astype(np.float64) / 2**32
+    np.testing.assert_array_equal(
+        pt.net_wins_from_uniforms(draws, pt.draw_thresholds(thresholds)),
+        pt.net_wins_from_uniforms(uniforms, thresholds),
+    )
+    sizes = np.full(30, 64)
+    np.testing.assert_array_equal(
+        pt.net_wins_from_segments(draws.reshape(-1), pt.draw_thresholds(thresholds), sizes),
+        pt.net_wins_from_uniforms(uniforms, thresholds),
+    )
+    # a threshold of exactly 1 (WW impossible) stays unreachable up to one level in 2**32
+    assert pt.draw_thresholds(np.array([[0.0, 0.5, 1.0, 1.0]])).tolist() == [
+        [0, 2**31, 2**32 - 1, 2**32 - 1]
+    ]

@@ -50,13 +50,13 @@ def test_trajectory_starts_at_start_and_stays_in_bounds():
 
 
 def test_streams_are_keyed_by_seed_and_purpose():
-    u7 = streams.match_uniforms(1, np.array([7]), 50)[0]
-    u_all = streams.match_uniforms(1, np.arange(10), 50)[7]
+    u7 = streams.match_draws(1, np.array([7]), 50)[0]
+    u_all = streams.match_draws(1, np.arange(10), 50)[7]
     np.testing.assert_array_equal(u7, u_all)
     f_short = streams.flips(1, np.array([3]), 5, 4)[0]
     f_long = streams.flips(1, np.array([3]), 9, 4)[0]
     np.testing.assert_array_equal(f_short, f_long[:5])
-    assert not np.array_equal(streams.match_uniforms(2, np.array([7]), 50)[0], u7)
+    assert not np.array_equal(streams.match_draws(2, np.array([7]), 50)[0], u7)
 
 
 def test_common_random_numbers_couple_optimizers():

@@ -256,8 +256,12 @@ def _check_uniforms(uniforms: np.ndarray, thresholds: np.ndarray) -> tuple[np.nd
     A strided view (say, a column slice of a seed's whole match stream) is copied once: the
     comparisons then read it five times from cache, which is faster than five strided passes.
     """
-    uniforms = np.asarray(uniforms, dtype=np.float64)
-    thresholds = np.asarray(thresholds, dtype=np.float64)
+    if np.asarray(uniforms).dtype == np.uint32:  # integer draws: see draw_thresholds
+        uniforms = np.asarray(uniforms)
+        thresholds = np.asarray(thresholds, dtype=np.uint32)
+    else:
+        uniforms = np.asarray(uniforms, dtype=np.float64)
+        thresholds = np.asarray(thresholds, dtype=np.float64)
     if uniforms.ndim != 2 or thresholds.shape != (uniforms.shape[0], 4):
         raise ValueError(
             f"expected uniforms (seed, M) and thresholds (seed, 4), got {uniforms.shape} and "
@@ -281,6 +285,22 @@ def _row_sums(values: np.ndarray) -> np.ndarray:
     lead = values.shape[:-1]
     sums = np.dot(as_float.reshape(math.prod(lead), m), np.ones(m, dtype=dtype))
     return sums.astype(np.int64).reshape(lead)
+
+
+#: Integer match draws k are uniform on 0 .. 2**32 - 1 and stand for u = k / 2**32.
+DRAW_LEVELS = 2**32
+
+
+def draw_thresholds(thresholds: np.ndarray) -> np.ndarray:
+    """Thresholds for integer draws, uint32 ``(..., 4)``: ``u >= t`` iff ``k >= ceil(t 2**32)``.
+
+    For ``u = k / 2**32`` the comparison is exact; the one level lost by capping at
+    ``2**32 - 1`` (when ``t`` rounds to 1) moves a probability by at most ``2**-32``,
+    so sampled outcome probabilities match the model to 2.3e-10. The functions that
+    take uniforms accept uint32 draws with these thresholds in their place.
+    """
+    scaled = np.ceil(np.asarray(thresholds, dtype=np.float64) * float(DRAW_LEVELS))
+    return np.minimum(scaled, float(DRAW_LEVELS - 1)).astype(np.uint32)
 
 
 def net_wins_from_uniforms(
@@ -324,10 +344,12 @@ def net_wins_from_segments(
     For jobs of very different sizes this touches only the real pairs, where the
     padded form would compare every row up to the longest.
     """
-    uniforms = np.asarray(uniforms, dtype=np.float64)
+    uniforms = np.asarray(uniforms)
+    integer = uniforms.dtype == np.uint32  # integer draws with draw_thresholds
+    uniforms = uniforms if integer else uniforms.astype(np.float64, copy=False)
     sizes = np.asarray(sizes, dtype=np.int64)
     row_of_pair = np.repeat(np.arange(sizes.shape[0]), sizes)
-    by_threshold = np.asarray(thresholds, dtype=np.float64).T  # (4, seed)
+    by_threshold = np.asarray(thresholds, dtype=np.uint32 if integer else np.float64).T  # (4, seed)
     values = np.greater_equal(uniforms, by_threshold[0][row_of_pair]).view(np.int8)
     for j in (1, 2, 3):  # values = outcome + 2 per pair
         values += uniforms >= by_threshold[j][row_of_pair]

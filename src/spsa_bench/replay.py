@@ -175,7 +175,7 @@ def replay(
     seeds = _Seeds(
         origin=np.arange(n_seeds),
         flips=streams.flips(entropy, schedule.seeds, n_jobs, n_params),
-        uniforms=streams.match_uniforms(entropy, schedule.seeds, schedule.num_pairs),
+        uniforms=streams.match_draws(entropy, schedule.seeds, schedule.num_pairs),
         iter_local=iter_local,
         job_pairs=schedule.job_pairs,
         job_offset=schedule.job_offset,
@@ -221,7 +221,7 @@ def replay(
                 f"{int(schedule.seeds[seeds.origin[bad]])}, arrival {job - n_workers} "
                 f"(found probing job {job})"
             )
-        thresholds = pentanomial.fast_thresholds(opponent)
+        thresholds = pentanomial.draw_thresholds(pentanomial.fast_thresholds(opponent))
         if seeds.job_uniform[job]:
             start = seeds.job_offset[0, job]
             u = seeds.uniforms[:, start : start + seeds.job_pairs[0, job]]
@@ -333,7 +333,14 @@ def replay(
 
 
 def _mean_last_steps(step_norm: np.ndarray, n_steps: np.ndarray, last: int) -> np.ndarray:
-    """Mean of the last ``last`` valid entries of each row (rows have ``n_steps`` valid entries)."""
-    columns = np.arange(step_norm.shape[1])[None, :]
-    window = (columns < n_steps[:, None]) & (columns >= (n_steps - last)[:, None])
-    return np.sum(np.where(window, step_norm, 0.0), axis=1) / np.maximum(np.sum(window, axis=1), 1)
+    """Mean of the last ``last`` valid entries of each row (rows have ``n_steps`` valid entries).
+
+    The window is gathered into a fixed ``(seed, last)`` array before summing, so the
+    summation order (and so the rounding) never depends on the other seeds' lengths.
+    """
+    count = np.minimum(n_steps, last)
+    offsets = np.arange(last)
+    index = np.minimum((n_steps - count)[:, None] + offsets, step_norm.shape[1] - 1)
+    window = np.take_along_axis(step_norm, np.maximum(index, 0), axis=1)
+    window = np.where(offsets < count[:, None], window, 0.0)
+    return window.sum(axis=1) / np.maximum(count, 1)

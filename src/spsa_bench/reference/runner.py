@@ -12,7 +12,7 @@ Randomness is consumed exactly as the vectorized code consumes it:
 - flips: ``streams.flips(entropy, [seed], n_jobs, n_params)[0]``, row ``j`` for
   the ``j``-th job in dispatch order (the rows are a prefix-stable stream, so
   drawing for an upper bound of ``n_jobs`` gives the same rows);
-- match noise: ``streams.match_uniforms(entropy, [seed], num_pairs)[0]``; the
+- match noise: ``streams.match_draws(entropy, [seed], num_pairs)[0]``; the
   job dispatched after ``D`` pairs plays the uniforms ``D .. D + N - 1``.
 
 Dispatch (a worker asks for work, spec 001 ch. 4)::
@@ -128,14 +128,16 @@ def true_elo(bowl, theta: np.ndarray) -> float:
     return bowl.peak_elo - bowl.k_elo * total
 
 
-def pair_outcome(u: float, probs) -> int:
-    """Net wins of one pair from its uniform: the first outcome whose cumulative
-    probability (summed left to right) exceeds ``u``; LL = -2 .. WW = +2."""
+def pair_outcome(draw: int, probs) -> int:
+    """Net wins of one pair from its integer draw ``k`` (the uniform ``k / 2**32``):
+    the first outcome whose cumulative probability (summed left to right) exceeds
+    it, i.e. ``k >= ceil(cumulative * 2**32)`` (capped at ``2**32 - 1``) for each
+    passed threshold; LL = -2 .. WW = +2."""
     value = -2
     cumulative = 0.0
     for p in probs[:4]:
         cumulative += float(p)
-        if u >= cumulative:
+        if draw >= min(math.ceil(cumulative * 2**32), 2**32 - 1):
             value += 1
     return value
 
@@ -196,7 +198,7 @@ def run_runner_reference(
     smallest = min(full_job_pairs(w) for w in range(n_workers))
     max_jobs = -(-num_pairs // smallest)
     flips = streams.flips(entropy, np.array([seed]), max_jobs, n_params)[0]
-    uniforms = streams.match_uniforms(entropy, np.array([seed]), num_pairs)[0]
+    uniforms = streams.match_draws(entropy, np.array([seed]), num_pairs)[0]
 
     state = optimizer.init(1)
     run = ReferenceRun(optimizer.export(state)[0].copy(), list(concurrency), list(speed))
@@ -228,7 +230,7 @@ def run_runner_reference(
         probs = pentanomial.probabilities(np.array([opponent]))[0]
         net = 0
         for index in range(dispatched, dispatched + pairs):
-            net += pair_outcome(float(uniforms[index]), probs)
+            net += pair_outcome(int(uniforms[index]), probs)
         value = float(net) if signal == "raw" else net / (2.0 * math.sqrt(n_params))
         run.jobs.append(
             ReferenceJob(
