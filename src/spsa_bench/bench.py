@@ -17,10 +17,8 @@ import tracemalloc
 
 import numpy as np
 
-from spsa_bench import optimizers
 from spsa_bench.config import Config
-from spsa_bench.replay import replay
-from spsa_bench.simulate import make_problem, make_schedule
+from spsa_bench.simulate import make_problem, make_schedule, replay_arm
 
 
 def _one_run(config: Config, arm_name: str, mode_name: str, scenario: str, n_seeds: int):
@@ -32,17 +30,7 @@ def _one_run(config: Config, arm_name: str, mode_name: str, scenario: str, n_see
     start = time.perf_counter()
     schedule = make_schedule(config, mode, seeds)
     scheduled = time.perf_counter()
-    built = optimizers.build(arm.kind, problem.view, arm.hyper, name=arm.name)
-    replay(
-        built,
-        schedule,
-        problem.bowl,
-        problem.view,
-        entropy=config.entropy,
-        signal=config.signal,
-        iteration_counter=config.iteration_counter,
-        checkpoints=config.checkpoints,
-    )
+    replay_arm(config, arm, problem, schedule)
     done = time.perf_counter()
     cpu = time.process_time() - cpu_start
     return scheduled - start, done - scheduled, int(schedule.n_jobs.sum()), cpu

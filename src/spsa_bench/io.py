@@ -24,6 +24,19 @@ from spsa_bench.oracle import Problem
 from spsa_bench.replay import RunResult
 
 CELL_DIMS = ("optimizer", "batch_mode", "scenario")
+_THETA = "theta units"
+#: Per-parameter coordinates of a run file and their attributes.
+PARAM_COORDS = {
+    "param_group": {"long_name": "parameter group"},
+    "w_true": {"long_name": "true curvature weight"},
+    "w_dev": {"long_name": "developer's curvature weight"},
+    "miscalibration": {"long_name": "w_true / w_dev"},
+    "c_dev": {"long_name": "developer perturbation c_end", "units": _THETA},
+    "theta_start": {"long_name": "start value", "units": _THETA},
+    "theta_peak": {"long_name": "true optimum", "units": _THETA},
+    "theta_min": {"long_name": "developer lower bound", "units": _THETA},
+    "theta_max": {"long_name": "developer upper bound", "units": _THETA},
+}
 
 
 def git_revision() -> str:
@@ -127,36 +140,13 @@ def run_dataset(
             "param_group": (
                 "param",
                 np.array(params.param_group, dtype=object),
-                {"long_name": "parameter group"},
+                dict(PARAM_COORDS["param_group"]),
             ),
-            "w_true": ("param", params.w_true, {"long_name": "true curvature weight"}),
-            "w_dev": ("param", params.w_dev, {"long_name": "developer's curvature weight"}),
-            "miscalibration": ("param", params.miscalibration, {"long_name": "w_true / w_dev"}),
-            "c_dev": (
-                "param",
-                params.c_dev,
-                {"long_name": "developer perturbation c_end", "units": "theta units"},
-            ),
-            "theta_start": (
-                "param",
-                params.theta_start,
-                {"long_name": "start value", "units": "theta units"},
-            ),
-            "theta_peak": (
-                "param",
-                params.theta_peak,
-                {"long_name": "true optimum", "units": "theta units"},
-            ),
-            "theta_min": (
-                "param",
-                params.theta_min,
-                {"long_name": "developer lower bound", "units": "theta units"},
-            ),
-            "theta_max": (
-                "param",
-                params.theta_max,
-                {"long_name": "developer upper bound", "units": "theta units"},
-            ),
+            **{
+                name: ("param", getattr(params, name), dict(attrs))
+                for name, attrs in PARAM_COORDS.items()
+                if name != "param_group"
+            },
             "optimizer": ((), optimizer, {"long_name": "optimizer arm", "kind": optimizer_kind}),
             "batch_mode": ((), batch_mode, {"long_name": "batch mode"}),
             "scenario": ((), scenario, {"long_name": "scenario"}),
@@ -294,17 +284,7 @@ def combine_runs(paths: Iterable[str | Path]) -> xr.Dataset:
             compat="override",
             combine_attrs="drop_conflicts",
         )
-        for name in (
-            "param_group",
-            "w_true",
-            "w_dev",
-            "miscalibration",
-            "c_dev",
-            "theta_start",
-            "theta_peak",
-            "theta_min",
-            "theta_max",
-        ):
+        for name in PARAM_COORDS:
             if name in cell.coords:
                 cell = cell.reset_coords(name)
         cell = cell.drop_vars([d for d in CELL_DIMS if d in cell.variables])
@@ -319,17 +299,7 @@ def combine_runs(paths: Iterable[str | Path]) -> xr.Dataset:
     combined = xr.combine_by_coords(
         cells, combine_attrs="drop_conflicts", data_vars="all", join="outer"
     )
-    for name in (
-        "param_group",
-        "w_true",
-        "w_dev",
-        "miscalibration",
-        "c_dev",
-        "theta_start",
-        "theta_peak",
-        "theta_min",
-        "theta_max",
-    ):
+    for name in PARAM_COORDS:
         if name in combined:
             reduced = combined[name]
             for dim in ("optimizer", "batch_mode", "seed"):

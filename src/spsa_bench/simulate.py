@@ -9,10 +9,10 @@ import numpy as np
 import xarray as xr
 
 from spsa_bench import kpis, optimizers
-from spsa_bench.config import BatchMode, Config
+from spsa_bench.config import BatchMode, Config, OptimizerArm
 from spsa_bench.io import run_dataset
 from spsa_bench.oracle import Problem, build_problem
-from spsa_bench.replay import replay
+from spsa_bench.replay import RunResult, replay
 from spsa_bench.schedule import Schedule, sync_schedule
 
 
@@ -37,6 +37,28 @@ def make_schedule(config: Config, mode: BatchMode, seeds: Sequence[int]) -> Sche
     return async_schedule(config.entropy, seeds, config.num_pairs, mode.settings)
 
 
+def replay_arm(
+    config: Config,
+    arm: OptimizerArm,
+    problem: Problem,
+    schedule: Schedule,
+    progress: Callable[[int, int], None] | None = None,
+) -> RunResult:
+    """Build ``arm`` from the developer view only (never from the bowl) and replay it."""
+    built = optimizers.build(arm.kind, problem.view, arm.hyper, name=arm.name)
+    return replay(
+        built,
+        schedule,
+        problem.bowl,
+        problem.view,
+        entropy=config.entropy,
+        signal=config.signal,
+        iteration_counter=config.iteration_counter,
+        checkpoints=config.checkpoints,
+        progress=progress,
+    )
+
+
 def simulate(
     config: Config,
     *,
@@ -54,19 +76,7 @@ def simulate(
     seeds = list(seeds)
     if schedule is None:
         schedule = make_schedule(config, mode, seeds)
-    # The optimizer is built from the developer view only: never from the bowl.
-    built = optimizers.build(arm.kind, problem.view, arm.hyper, name=arm.name)
-    result = replay(
-        built,
-        schedule,
-        problem.bowl,
-        problem.view,
-        entropy=config.entropy,
-        signal=config.signal,
-        iteration_counter=config.iteration_counter,
-        checkpoints=config.checkpoints,
-        progress=progress,
-    )
+    result = replay_arm(config, arm, problem, schedule, progress=progress)
     return run_dataset(
         result,
         problem,
