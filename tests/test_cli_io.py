@@ -157,3 +157,25 @@ def test_list_shows_the_config(small_config, capsys):
     out = capsys.readouterr().out
     for name in ("spsa-block", "sync", "calibrated", "dev-overestimates"):
         assert name in out
+
+
+def test_atomic_write_leaves_nothing_on_failure_and_ordinary_permissions(tmp_path):
+    from spsa_bench.io import atomic_write
+
+    target = tmp_path / "out" / "table.csv"
+
+    def failing(tmp):
+        with open(tmp, "w") as handle:
+            handle.write("partial")
+        raise RuntimeError("disk full")
+
+    with pytest.raises(RuntimeError):
+        atomic_write(target, failing)
+    assert list(target.parent.iterdir()) == []  # neither the final file nor a temporary one
+    atomic_write(target, lambda tmp: open(tmp, "w").write("done"))
+    assert target.read_text() == "done"
+    import os
+
+    mask = os.umask(0)
+    os.umask(mask)
+    assert target.stat().st_mode & 0o777 == 0o666 & ~mask  # not mkstemp's 0600

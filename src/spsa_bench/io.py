@@ -13,7 +13,7 @@ import datetime as _dt
 import os
 import subprocess
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import numpy as np
@@ -230,19 +230,41 @@ def _encoding(ds: xr.Dataset) -> dict:
     }
 
 
-def write_atomic(ds: xr.Dataset, path: str | Path) -> Path:
-    """Write ``ds`` as compressed NetCDF4 via a temporary file and a rename."""
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def atomic_write(path: str | Path, write: Callable[[str], object]) -> Path:
+    """``write(tmp)`` to a fresh temporary file beside ``path``, then rename it onto ``path``.
+
+    A reader (or a crash) never sees a partial file under the final name; a failed
+    write leaves neither the final file nor the temporary one. The file gets the
+    permissions of an ordinary new file (0666 less the umask), not ``mkstemp``'s 0600.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp.nc", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(
+        prefix=f".{path.name}.", suffix=f".tmp{path.suffix}", dir=path.parent
+    )
     os.close(fd)
     try:
-        ds.to_netcdf(tmp, engine="netcdf4", format="NETCDF4", encoding=_encoding(ds))
+        write(tmp)
+        os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+def write_atomic(ds: xr.Dataset, path: str | Path) -> Path:
+    """Write ``ds`` as compressed NetCDF4, atomically (:func:`atomic_write`)."""
+    encoding = _encoding(ds)
+    return atomic_write(
+        path, lambda tmp: ds.to_netcdf(tmp, engine="netcdf4", format="NETCDF4", encoding=encoding)
+    )
 
 
 def open_run(path: str | Path) -> xr.Dataset:

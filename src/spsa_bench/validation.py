@@ -24,14 +24,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from spsa_bench.developer import DeveloperView
+from spsa_bench.io import atomic_write
 from spsa_bench.optimizers import Optimizer, Report, build, get_spec, hyper_from_dict
 from spsa_bench.reference.micro import MicroReport, run_micro
 
@@ -305,18 +304,6 @@ def _row(kind, reference, quantity, param, gap, rel, scale) -> dict:
     }
 
 
-def _atomic_write(path: Path, write) -> None:
-    """``write(tmp)`` to a fresh temporary name beside ``path``, then rename it onto ``path``."""
-    tmp = str(path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp"))
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
 def validate(
     kind: str,
     output_dir,
@@ -410,12 +397,12 @@ def validate(
         "gaps": output / f"{kind}_gaps.csv",
     }
     dataset = _dataset(paths, sequence, param_names, setup)
-    _atomic_write(targets["netcdf"], lambda tmp: dataset.to_netcdf(tmp, engine="netcdf4"))
+    atomic_write(targets["netcdf"], lambda tmp: dataset.to_netcdf(tmp, engine="netcdf4"))
     rows = gap_table(kind, paths, param_names)
     import pandas as pd
 
     table = pd.DataFrame(rows)
-    _atomic_write(targets["gaps"], lambda tmp: table.to_csv(tmp, index=False, float_format="%.6g"))
+    atomic_write(targets["gaps"], lambda tmp: table.to_csv(tmp, index=False, float_format="%.6g"))
     _figure(dataset, setup, plot_params, targets)
     return targets
 
@@ -510,7 +497,7 @@ def _figure(dataset, setup, plot_params: int, targets) -> None:
     )
     fig.tight_layout()
     for role in ("png", "svg"):
-        _atomic_write(
+        atomic_write(
             targets[role],
             lambda tmp, role=role: fig.savefig(tmp, format=role, dpi=150, bbox_inches="tight"),
         )

@@ -9,19 +9,19 @@ sys.path.insert(0, str(Path(snakemake.scriptdir).parents[1] / "src"))
 
 from spsa_bench.analysis import tables  # noqa: E402
 from spsa_bench.analysis.combine import open_benchmark  # noqa: E402
+from spsa_bench.io import atomic_write  # noqa: E402
 
 out, baseline, targets = snakemake.output, snakemake.params.baseline, snakemake.params.targets
 ds = open_benchmark(snakemake.input[0], ["elo_loss", *tables.SCHEDULE_VARIABLES])
 
 convergence = tables.convergence_table(ds, baseline=baseline, targets=targets)
-convergence.to_csv(out.convergence, index=False, float_format="%.6g")
-Path(out.convergence_md).write_text(
-    tables.convergence_markdown(convergence, baseline=baseline, targets=targets)
-)
+convergence_md = tables.convergence_markdown(convergence, baseline=baseline, targets=targets)
+atomic_write(out.convergence, lambda tmp: convergence.to_csv(tmp, index=False, float_format="%.6g"))
+atomic_write(out.convergence_md, lambda tmp: Path(tmp).write_text(convergence_md))
 
 kpis = tables.async_table(ds, optimizer=baseline)
-kpis.to_csv(out.kpis, index=False, float_format="%.6g")
-Path(out.kpis_md).write_text(tables.async_markdown(kpis))
+atomic_write(out.kpis, lambda tmp: kpis.to_csv(tmp, index=False, float_format="%.6g"))
+atomic_write(out.kpis_md, lambda tmp: Path(tmp).write_text(tables.async_markdown(kpis)))
 print(
     f"convergence: {len(convergence)} rows, {int(convergence['significant'].sum())} significant; "
     f"async: {len(kpis)} batch modes",

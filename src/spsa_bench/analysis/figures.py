@@ -23,6 +23,7 @@ import xarray as xr  # noqa: E402
 from matplotlib.colors import SymLogNorm  # noqa: E402
 
 from spsa_bench.analysis.tables import hits_to_targets  # noqa: E402
+from spsa_bench.io import atomic_write
 from spsa_bench.optimizers import REGISTRY  # noqa: E402
 
 #: Colours of the optimizer kinds, in registry order (tab10); other arm names
@@ -73,10 +74,9 @@ def _style() -> None:
 
 
 def save(fig: plt.Figure, png: str | Path, svg: str | Path, dpi: int = 110) -> None:
-    for path in (png, svg):
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(png, dpi=dpi, bbox_inches="tight")
-    fig.savefig(svg, bbox_inches="tight")
+    """Write the figure as PNG and SVG, each atomically."""
+    atomic_write(png, lambda tmp: fig.savefig(tmp, format="png", dpi=dpi, bbox_inches="tight"))
+    atomic_write(svg, lambda tmp: fig.savefig(tmp, format="svg", bbox_inches="tight"))
     plt.close(fig)
 
 
