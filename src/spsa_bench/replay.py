@@ -112,12 +112,13 @@ class _Seeds:
     """
 
     PER_SEED = (
-        "origin", "flips", "uniforms", "iter_local", "job_pairs", "job_offset", "job_worker",
+        "origin", "uniforms", "iter_local", "job_pairs", "job_offset", "job_worker",
         "job_slot", "job_exists", "arrival_active", "arrival_worker", "arrival_pairs",
         "arrival_iter", "n_jobs", "slot_c", "slot_flip", "slot_result",
     )  # fmt: skip
 
-    def __init__(self, **arrays):
+    def __init__(self, flips_by_job: np.ndarray, **arrays):
+        self.flips_by_job = flips_by_job
         for name in self.PER_SEED:
             setattr(self, name, arrays[name])
         self._derive()
@@ -130,12 +131,14 @@ class _Seeds:
         self.flat_uniforms = self.uniforms.reshape(-1)
         self.job_uniform = same(self.job_pairs) & same(self.job_offset) & same(self.job_worker)
         self.job_uniform &= np.all(self.job_exists, axis=0)
+        self.iter_uniform = same(self.iter_local)
         self.event_all_active = np.all(self.arrival_active, axis=0)
         self.event_uniform = self.event_all_active & same(self.arrival_worker)
 
     def keep(self, rows: np.ndarray) -> None:
         for name in self.PER_SEED:
             setattr(self, name, getattr(self, name)[rows])
+        self.flips_by_job = self.flips_by_job[:, rows]  # (job, seed, param): seeds on axis 1
         self._derive()
 
 
@@ -174,7 +177,10 @@ def replay(
     # the job arrives. Slot n_workers absorbs the writes of seeds without the job.
     seeds = _Seeds(
         origin=np.arange(n_seeds),
-        flips=streams.flips(entropy, schedule.seeds, n_jobs, n_params),
+        # job-major, so that each dispatch reads one contiguous block of flips
+        flips_by_job=np.ascontiguousarray(
+            streams.flips(entropy, schedule.seeds, n_jobs, n_params).transpose(1, 0, 2)
+        ),
         uniforms=streams.match_draws(entropy, schedule.seeds, schedule.num_pairs),
         iter_local=iter_local,
         job_pairs=schedule.job_pairs,
@@ -210,8 +216,12 @@ def replay(
                 extras_out[name][seed_index, grid_index] = value[rows]
 
     def dispatch(job: int) -> None:
-        c = optimizer.perturbation(seeds.iter_local[:, job])
-        flip = seeds.flips[:, job].astype(np.float64)
+        if seeds.iter_uniform[job]:  # one row, broadcast (read-only) to every seed
+            row = optimizer.perturbation(seeds.iter_local[:1, job])
+            c = np.broadcast_to(row, (seeds.rows.shape[0], n_params))
+        else:
+            c = optimizer.perturbation(seeds.iter_local[:, job])
+        flip = seeds.flips_by_job[job].astype(np.float64)
         step = c * flip
         opponent = bowl.opponent_elo(view.clip(theta + step), view.clip(theta - step))
         if np.isnan(opponent).any():  # a NaN in theta reaches every probe: stop here, loudly

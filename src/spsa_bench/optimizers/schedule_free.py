@@ -261,7 +261,7 @@ def _sf_move(
     frac = np.divide(mass, weight_sum, out=np.zeros_like(mass), where=weight_sum > 0.0)
     target = state.z + (lr * r2 / r1)[:, None] * unit if triangular else z
     x = view.clip(state.x + frac[:, None] * (target - state.x))
-    theta = view.clip((1.0 - beta) * z + beta * x)
+    theta = view.clip(z + beta * (x - z))  # = (1 - beta) z + beta x, exact when x == z
     return {"z": z, "x": x, "theta": theta, "weight_sum": weight_sum, "pairs": state.pairs + n}
 
 

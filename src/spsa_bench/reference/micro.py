@@ -133,7 +133,7 @@ def schedule_free_micro(
             if clamp_every_pair:
                 x = view.clip(x)
         x = view.clip(x)
-        thetas.append(view.clip((1.0 - beta) * z + beta * x))
+        thetas.append(view.clip(z + beta * (x - z)))  # (1 - beta) z + beta x
         xs.append(x.copy())
         zs.append(z.copy())
     return {"theta": np.array(thetas), "x": np.array(xs), "z": np.array(zs)}
