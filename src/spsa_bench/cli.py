@@ -303,6 +303,13 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, OSError) as error:
         print(f"spsa-bench: error: {error}", file=sys.stderr)
         return 1
+    except RuntimeError as error:
+        from spsa_bench.replay import NonFiniteStateError
+
+        if not isinstance(error, NonFiniteStateError):
+            raise
+        print(f"spsa-bench: error: {error}", file=sys.stderr)  # names optimizer, seed, event
+        return 1
 
 
 if __name__ == "__main__":

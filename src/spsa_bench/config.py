@@ -135,6 +135,8 @@ def _schema_error_line(error: jsonschema.ValidationError) -> str:
     while best.context:
         best = jsonschema.exceptions.best_match(best.context)
     key = _key_path(best.absolute_path)
+    if "propertyNames" in best.schema_path:  # a name (of a scenario, arm, ...), not a value
+        return _bad_name(key, best.instance)
     if best.validator == "additionalProperties":
         extra = re.findall(r"'([^']+)' (?:was|were) unexpected", best.message)
         unknown = re.findall(r"'([^']+)'", best.message.split("(")[-1]) if not extra else extra
@@ -153,6 +155,9 @@ def _reject_non_finite(node, path=()) -> None:
             _reject_non_finite(value, (*path, index))
     elif isinstance(node, float) and not math.isfinite(node):
         raise ConfigError(f"{_key_path(path)} = {node}: must be a finite number")
+    elif isinstance(node, int) and abs(node) > 2**1023:  # no float holds it
+        digits = str(node)
+        raise ConfigError(f"{_key_path(path)} = {digits[:12]}... ({len(digits)} digits): too large")
 
 
 def validate_raw(raw: Any) -> None:
@@ -167,6 +172,35 @@ def validate_raw(raw: Any) -> None:
     )
     if errors:
         raise ConfigError(_schema_error_line(errors[0]))
+    _check_names(raw)
+
+
+_NAME = re.compile(NAME_PATTERN.removeprefix("^").removesuffix("$"))
+
+
+def _bad_name(key: str, name) -> str:
+    return (
+        f"{key}: name {json.dumps(name)} is not allowed "
+        "(lower-case letters, digits, '-' and '_', starting with a letter or digit)"
+    )
+
+
+def _check_names(raw: dict) -> None:
+    """Names become path components: match them whole.
+
+    The schema's pattern ends in ``$``, which Python's ``re.search`` (used by
+    jsonschema) also matches before a trailing newline, so ``"mixed\\n"`` passed.
+    """
+    for table in ("batch_modes", "scenarios", "optimizers"):
+        for name in raw[table]:
+            if not _NAME.fullmatch(name):
+                raise ConfigError(_bad_name(table, name))
+    for scenario_name, scenario in raw["scenarios"].items():
+        for index, group in enumerate(scenario["groups"]):
+            if not _NAME.fullmatch(group["name"]):
+                raise ConfigError(
+                    _bad_name(f"scenarios.{scenario_name}.groups[{index}].name", group["name"])
+                )
 
 
 def _check_scenario(name: str, scenario: dict) -> None:
@@ -175,6 +209,10 @@ def _check_scenario(name: str, scenario: dict) -> None:
         raise ConfigError(
             f"{where}.start_elo = {scenario['start_elo']}: must be below peak_elo = {scenario['peak_elo']}"
         )
+    if not math.isfinite(float(scenario["peak_elo"]) - float(scenario["start_elo"])):
+        raise ConfigError(
+            f"{where}.start_elo = {scenario['start_elo']}: peak_elo - start_elo overflows a float"
+        )
     seen = set()
     any_displaced = False
     for index, group in enumerate(scenario["groups"]):
@@ -182,6 +220,12 @@ def _check_scenario(name: str, scenario: dict) -> None:
         if group["name"] in seen:
             raise ConfigError(f"{gwhere}.name = {group['name']!r}: duplicate group name")
         seen.add(group["name"])
+        distance = float(group["theta_start"]) - float(group["theta_peak"])
+        if not math.isfinite(distance * distance * group["w_true"] * group["count"]):
+            raise ConfigError(
+                f"{gwhere}.theta_start = {group['theta_start']}: w_true (theta_start - theta_peak)^2 "
+                f"overflows a float (theta_peak = {group['theta_peak']})"
+            )
         if group["w_true"] > 0 and group["w_dev"] <= 0:
             raise ConfigError(
                 f"{gwhere}.w_dev = {group['w_dev']}: must be > 0 on an active parameter (w_true > 0)"
@@ -193,6 +237,10 @@ def _check_scenario(name: str, scenario: dict) -> None:
             if group["theta_min"] >= group["theta_max"]:
                 raise ConfigError(
                     f"{gwhere}.theta_min = {group['theta_min']}: must be below theta_max = {group['theta_max']}"
+                )
+            if not math.isfinite(float(group["theta_max"]) - float(group["theta_min"])):
+                raise ConfigError(
+                    f"{gwhere}.theta_max = {group['theta_max']}: theta_max - theta_min overflows a float"
                 )
             if not group["theta_min"] <= group["theta_start"] <= group["theta_max"]:
                 raise ConfigError(
@@ -207,6 +255,47 @@ def _check_scenario(name: str, scenario: dict) -> None:
     if not any_displaced:
         raise ConfigError(
             f"{where}.groups: no active parameter starts away from its peak, so the bowl is flat"
+        )
+
+
+def _check_problem(name: str, scenario: dict, num_pairs: int) -> None:
+    """Build the scenario's problem once, so what cannot be derived is refused here."""
+    import numpy as np
+
+    from spsa_bench.oracle import build_problem
+
+    with np.errstate(all="ignore"):
+        try:
+            build_problem(
+                scenario["groups"],
+                start_elo=scenario["start_elo"],
+                peak_elo=scenario["peak_elo"],
+                c_elo_gap=scenario["c_elo_gap"],
+                c_fraction=scenario["c_fraction"],
+                num_pairs=num_pairs,
+            )
+        except ValueError as error:
+            raise ConfigError(f"scenarios.{name}: {error}") from None
+
+
+def _check_async(where: str, mode: dict) -> None:
+    """The asynchronous settings' cross-field checks, naming the configuration's keys."""
+    low, high = mode["concurrency"]["min"], mode["concurrency"]["max"]
+    if low > high:
+        raise ConfigError(f"{where}.concurrency.min = {low}: larger than concurrency.max = {high}")
+    if 1 << (int(low) - 1).bit_length() > high:  # the smallest power of two >= low
+        raise ConfigError(
+            f"{where}.concurrency = {{min: {low}, max: {high}}}: no power of two in the range "
+            "(worker concurrencies are powers of two)"
+        )
+    if mode["speed"]["min"] > mode["speed"]["max"]:
+        raise ConfigError(
+            f"{where}.speed.min = {mode['speed']['min']}: larger than speed.max = {mode['speed']['max']}"
+        )
+    median, p95 = mode["game_duration"]["median"], mode["game_duration"]["p95"]
+    if p95 <= median:
+        raise ConfigError(
+            f"{where}.game_duration.p95 = {p95}: must be larger than game_duration.median = {median}"
         )
 
 
@@ -231,6 +320,7 @@ def _resolve_batch_mode(name: str, raw: dict, num_pairs: int) -> tuple[BatchMode
 
     for key, value in ASYNC_DEFAULTS.items():
         resolved.setdefault(key, copy.deepcopy(value))
+    _check_async(where, resolved)
     try:
         settings = AsyncSettings(
             num_workers=int(resolved["workers"]),
@@ -269,6 +359,7 @@ def resolve(raw: dict) -> Config:
         )
     for name, scenario in data["scenarios"].items():
         _check_scenario(name, scenario)
+        _check_problem(name, scenario, num_pairs)
 
     optimizers = {}
     for name, arm_raw in data["optimizers"].items():
@@ -307,18 +398,40 @@ def resolve(raw: dict) -> Config:
     )
 
 
-def load_config(path: str | Path) -> Config:
-    """Read, validate and resolve the YAML configuration at ``path``."""
+def read_yaml(path: str | Path) -> Any:
+    """Parse the YAML file at ``path`` with a safe loader that refuses duplicate keys."""
     path = Path(path)
     try:
         text = path.read_text()
     except OSError as error:
         raise ConfigError(f"cannot read config {path}: {error.strerror}") from None
     try:
-        raw = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
+        return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as error:
         raise ConfigError(f"{path}: not valid YAML: {str(error).splitlines()[0]}") from None
-    return resolve(raw)
+    except ConfigError as error:
+        raise ConfigError(f"{path}: {error}") from None
+
+
+def check_config_file(path: str | Path) -> None:
+    """Refuse a (possibly partial) config file that only a lenient loader accepts.
+
+    For the workflow: Snakemake reads config files itself, keeping the last of
+    duplicate keys and rendering YTE templates (files with ``__use_yte__: true``,
+    whose ``?`` values it evaluates as Python). This re-reads the file safely and
+    refuses both, so such a file never drives a run.
+    """
+    raw = read_yaml(path)
+    if isinstance(raw, dict) and "__use_yte__" in raw:
+        raise ConfigError(
+            f"{path}: __use_yte__ = {raw['__use_yte__']!r}: YTE templates are not accepted "
+            "(their values are Python expressions); write plain values"
+        )
+
+
+def load_config(path: str | Path) -> Config:
+    """Read, validate and resolve the YAML configuration at ``path``."""
+    return resolve(read_yaml(path))
 
 
 def parse_seed_range(text: str) -> range:
@@ -338,7 +451,9 @@ __all__ = [
     "ConfigError",
     "BatchMode",
     "OptimizerArm",
+    "check_config_file",
     "load_config",
+    "read_yaml",
     "resolve",
     "parse_seed_range",
     "NAME_PATTERN",

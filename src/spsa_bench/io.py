@@ -10,6 +10,7 @@ coordinates; scalar coordinates ``optimizer``, ``batch_mode``, ``scenario``.
 from __future__ import annotations
 
 import datetime as _dt
+import glob
 import os
 import subprocess
 import tempfile
@@ -245,6 +246,10 @@ def atomic_write(path: str | Path, write: Callable[[str], object]) -> Path:
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    # A write killed outright (SIGKILL, power loss) cannot remove its temporary
+    # file: drop what earlier, interrupted writes of this same path left behind.
+    for stale in path.parent.glob(f".{glob.escape(path.name)}.*.tmp{glob.escape(path.suffix)}"):
+        stale.unlink(missing_ok=True)
     fd, tmp = tempfile.mkstemp(
         prefix=f".{path.name}.", suffix=f".tmp{path.suffix}", dir=path.parent
     )

@@ -11,7 +11,16 @@ from snakemake.utils import validate
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 
 from spsa_bench.analysis import grid
-from spsa_bench.config import ConfigError, resolve, validate_raw
+from spsa_bench.config import ConfigError, check_config_file, resolve, validate_raw
+
+# Snakemake has read the config files with its own loader, which keeps the last of
+# duplicate keys and renders YTE templates: re-read each one safely and refuse those.
+for _path in workflow.configfiles:
+    if Path(_path).exists():
+        try:
+            check_config_file(_path)
+        except ConfigError as error:
+            raise WorkflowError(f"invalid configuration: {error}") from None
 
 # Nested `--config` values arrive as strings (YAML base loader): restore numbers.
 for _key, _value in grid.coerce_strings(config).items():
