@@ -9,10 +9,15 @@ sys.stderr = open(snakemake.log[0], "w", buffering=1)  # noqa: SIM115 - lives as
 sys.path.insert(0, str(Path(snakemake.scriptdir).parents[1] / "src"))
 
 from spsa_bench.analysis.combine import combine_benchmark  # noqa: E402
+from spsa_bench.config import resolve  # noqa: E402
 from spsa_bench.io import write_atomic  # noqa: E402
 
 start = time.perf_counter()
-ds = combine_benchmark(snakemake.input.runs, order=snakemake.params.order)
+ds = combine_benchmark(
+    snakemake.input.runs,
+    order=snakemake.params.order,
+    config_json=resolve(snakemake.config).to_json(),  # provenance: the whole benchmark's config
+)
 write_atomic(ds, snakemake.output[0])
 print(
     f"combined {len(snakemake.input.runs)} run files: {dict(ds.sizes)} ({time.perf_counter() - start:.1f} s)",

@@ -7,18 +7,24 @@ from pathlib import Path
 
 import xarray as xr
 
-from spsa_bench.io import combine_runs
+from spsa_bench.io import combine_runs, provenance
 
 CELL_DIMS = ("optimizer", "batch_mode", "scenario")
 
 
 def combine_benchmark(
-    paths: Iterable[str | Path], order: Mapping[str, Sequence[str]] | None = None
+    paths: Iterable[str | Path],
+    order: Mapping[str, Sequence[str]] | None = None,
+    config_json: str | None = None,
 ) -> xr.Dataset:
     """All run files as one dataset, cell labels in ``order`` (the configuration's order).
 
     Dims: optimizer, batch_mode, scenario, seed, pairs, param and worker.
     Labels missing from ``order`` keep their (sorted) place after the ordered ones.
+    Provenance attributes: ``config`` is ``config_json`` (the workflow passes its
+    resolved configuration; each run file keeps its own cell's), ``created`` is now,
+    and the package and library versions and git revision are those the run files
+    agree on, else the combining process's.
     """
     ds = combine_runs(paths)
     for dim, wanted in (order or {}).items():
@@ -29,6 +35,12 @@ def combine_benchmark(
     ds.attrs["title"] = "spsa-bench benchmark: every run, combined"
     ds.attrs.pop("config", None)  # each run file keeps its own cell configuration
     ds.attrs.pop("optimizer_kind", None)
+    stamp = provenance(config_json or "")
+    for key in ("spsa_bench_version", "numpy_version", "xarray_version", "git_revision"):
+        ds.attrs.setdefault(key, stamp[key])
+    ds.attrs["created"] = stamp["created"]
+    if config_json is not None:
+        ds.attrs["config"] = config_json
     return ds
 
 
