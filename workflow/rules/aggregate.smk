@@ -8,12 +8,14 @@ rule combine:
         "results/benchmark.nc",
     log:
         "results/logs/combine.log",
+    group:
+        "aggregate"
     conda:
         ENV
     threads: 1
     resources:
         mem_mb=combine_mem_mb,
-        runtime=30,
+        runtime=combine_runtime,
     params:
         order=grid_order(),
     script:
@@ -40,12 +42,14 @@ rule tables:
         kpis_md="results/tables/async.md",
     log:
         "results/logs/tables.log",
+    group:
+        "aggregate"
     conda:
         ENV
     threads: 1
     resources:
-        mem_mb=combine_mem_mb,
-        runtime=30,
+        mem_mb=report_mem_mb,
+        runtime=report_runtime,
     params:
         baseline=BENCH.baseline,
         targets=list(BENCH.targets),

@@ -89,12 +89,33 @@ def get_schedule(wildcards):
     return []
 
 
+# Resources (threads: 1 everywhere; every script is single-threaded numpy).
+# mem_mb and runtime (minutes) are what a cluster job is given, so they cover the
+# script AND what a SLURM job runs beside it. The formulas come from measured peak
+# RSS and wall times with a margin of about 1.3-1.5 on memory and several times on
+# time; docs/cluster.md has the measurements.
+
+# Beside the script, a SLURM job holds two Snakemake processes (the job step and
+# the one it starts under srun, about 140 MB each) and srun: 285-290 MB measured.
+JOB_OVERHEAD_MB = 400
+
+
+def seed_pairs(wildcards):
+    return chunk_seeds(wildcards) * BENCH.num_pairs
+
+
 def simulate_mem_mb(wildcards):
-    return 300 + chunk_seeds(wildcards) * BENCH.num_pairs // 10_000
+    """simulate and schedule: about 140 MB of libraries plus up to 30 bytes per
+    seed x pair (measured: 186 MB at 100 seeds x 30,000 pairs, 996 MB at 1000;
+    async-variable, the most); allowed 150 MB plus 40 bytes."""
+    return JOB_OVERHEAD_MB + 150 + seed_pairs(wildcards) // 25_000
 
 
 def simulate_runtime(wildcards):
-    return 5 + chunk_seeds(wildcards) * BENCH.num_pairs // 200_000
+    """simulate and schedule: up to 0.7 us per seed x pair measured (19 s for
+    1000 x 30,000 with ademamix, async-variable) plus ~2 s of start-up; allowed
+    3 us plus two minutes (Python start-up on a network file system can be slow)."""
+    return 2 + seed_pairs(wildcards) // 20_000_000
 
 
 # ---------------------------------------------------------------- aggregate
@@ -118,9 +139,61 @@ def get_schedule_files(wildcards=None):
     ]
 
 
+def grid_cells():
+    return len(OPTIMIZERS) * len(BATCH_MODES) * len(SCENARIOS)
+
+
+def trajectory_points():
+    """Points of every loss trajectory: cells x seeds x checkpoints."""
+    return grid_cells() * BENCH.seeds_count * BENCH.checkpoints
+
+
+def parameter_points():
+    """Points of every parameter trajectory (theta, and x, z of the schedule-free
+    arms, padded with NaN for the others): trajectory points x parameters."""
+    params = max(
+        sum(group["count"] for group in BENCH.scenario(name)["groups"])
+        for name in SCENARIOS
+    )
+    return trajectory_points() * params
+
+
 def combine_mem_mb(wildcards):
-    cells = len(OPTIMIZERS) * len(BATCH_MODES) * len(SCENARIOS)
-    return 1000 + cells * BENCH.seeds_count * BENCH.checkpoints // 500
+    """95 bytes per parameter point measured with schedule-free arms in the grid
+    (2,671 MB for the default benchmark's 26.7 million); allowed 128."""
+    return JOB_OVERHEAD_MB + 150 + parameter_points() // 8_000
+
+
+def combine_runtime(wildcards):
+    """About 1 us per parameter point measured (28 s for the default benchmark)."""
+    return 2 + parameter_points() // 10_000_000
+
+
+def report_mem_mb(wildcards):
+    """tables and the figures of benchmark.nc: they load the loss trajectories only
+    (measured at most 263 MB, default benchmark and 1000 seeds alike)."""
+    return JOB_OVERHEAD_MB + 250 + trajectory_points() // 5_000
+
+
+def report_runtime(wildcards):
+    return 2 + trajectory_points() // 5_000_000
+
+
+def async_figures_mem_mb(wildcards):
+    """All schedules at once: 249 MB measured at 100 seeds, 740 MB at 1000 (two
+    asynchronous modes, 30,000 pairs), about 9 bytes per seed x pair and mode."""
+    seed_pairs_all = len(ASYNC_MODES) * BENCH.seeds_count * BENCH.num_pairs
+    return JOB_OVERHEAD_MB + 250 + seed_pairs_all // 75_000
+
+
+def async_figures_runtime(wildcards):
+    seed_pairs_all = len(ASYNC_MODES) * BENCH.seeds_count * BENCH.num_pairs
+    return 2 + seed_pairs_all // 30_000_000
+
+
+def validation_runtime(wildcards):
+    """validate_optimizers: 2-3 s per optimizer kind measured, whatever the grid."""
+    return 2 + len(KINDS) // 4
 
 
 def grid_order():

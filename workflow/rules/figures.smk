@@ -24,12 +24,14 @@ rule convergence_figures:
         ecdf_svg="results/figures/ecdf_pairs_to_target.svg",
     log:
         "results/logs/convergence_figures.log",
+    group:
+        "aggregate"
     conda:
         ENV
     threads: 1
     resources:
-        mem_mb=combine_mem_mb,
-        runtime=20,
+        mem_mb=report_mem_mb,
+        runtime=report_runtime,
     params:
         targets=list(BENCH.targets),
     script:
@@ -57,12 +59,14 @@ rule comparison_figures:
         paired_difference_svg="results/figures/paired_difference.svg",
     log:
         "results/logs/comparison_figures.log",
+    group:
+        "aggregate"
     conda:
         ENV
     threads: 1
     resources:
-        mem_mb=combine_mem_mb,
-        runtime=20,
+        mem_mb=report_mem_mb,
+        runtime=report_runtime,
     params:
         baseline=BENCH.baseline,
     script:
@@ -93,8 +97,8 @@ rule async_figures:
         ENV
     threads: 1
     resources:
-        mem_mb=1000,
-        runtime=20,
+        mem_mb=async_figures_mem_mb,
+        runtime=async_figures_runtime,
     params:
         modes=ASYNC_MODES,
     script:

@@ -25,6 +25,8 @@ rule simulate:
         run="results/runs/{batch_mode}/{scenario}/{optimizer}/seeds-{a}-{b}.nc",
     log:
         "results/logs/simulate/{batch_mode}/{scenario}/{optimizer}/seeds-{a}-{b}.log",
+    group:
+        "simulate"
     conda:
         ENV
     threads: 1

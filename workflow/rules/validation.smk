@@ -20,12 +20,14 @@ rule validate_optimizers:
     log:
         "results/logs/validate_optimizers.log",
     priority: 50
+    group:
+        "validation"
     conda:
         ENV
     threads: 1
     resources:
-        mem_mb=1000,
-        runtime=30,
+        mem_mb=JOB_OVERHEAD_MB + 400,
+        runtime=validation_runtime,
     params:
         kinds=KINDS,
     script:
@@ -44,11 +46,13 @@ rule validation_gaps:
         ),
     log:
         "results/logs/validation_gaps.log",
+    group:
+        "validation"
     conda:
         ENV
     threads: 1
     resources:
-        mem_mb=500,
-        runtime=5,
+        mem_mb=JOB_OVERHEAD_MB + 200,
+        runtime=1,
     script:
         "../scripts/validation_gaps.py"
