@@ -22,4 +22,7 @@ def test_environment_yml_lists_the_same_packages_as_pyproject(repo_root):
             listed |= {_name(r) for r in entry["pip"] if not r.startswith("-e")}
         elif not entry.startswith(("python", "pip")):
             listed.add(_name(entry))
-    assert listed == wanted, {"only in pyproject": wanted - listed, "only in environment.yml": listed - wanted}
+    assert listed == wanted, {
+        "only in pyproject": wanted - listed,
+        "only in environment.yml": listed - wanted,
+    }

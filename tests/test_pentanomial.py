@@ -309,6 +309,19 @@ def test_fast_thresholds_agree_with_exact_and_bisection():
         pt.fast_thresholds(np.array([0.0, np.nan]))
 
 
+def test_fast_draw_thresholds_are_the_draw_thresholds_of_the_fast_thresholds():
+    """The hot path's one-call form gives the same bits as the two public steps."""
+    rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence(81)))
+    x = np.concatenate([rng.uniform(-650, 650, 5_000), [-599.0, 0.0, 599.0]])
+    expected = pt.draw_thresholds(pt.fast_thresholds(x))
+    got = pt.fast_draw_thresholds(x)
+    assert got.dtype == np.uint32 and got.shape == (x.shape[0], 4)
+    np.testing.assert_array_equal(got, expected)
+    assert np.all(np.diff(got.astype(np.int64), axis=1) >= 0)  # usable as inverse-CDF thresholds
+    with pytest.raises(ValueError, match="NaN"):
+        pt.fast_draw_thresholds(np.array([np.nan]))
+
+
 def test_integer_draws_sample_like_uniforms():
     """k >= ceil(t 2**32) is exactly u >= t for u = k / 2**32, and the two APIs agree."""
     rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence(80)))

@@ -9,7 +9,9 @@ from spsa_bench.simulate import simulate
 
 def test_spsa_recovers_at_least_80_percent_of_the_gap_in_calibrated_sync(default_config_path):
     config = load_config(default_config_path)
-    ds = simulate(config, optimizer="spsa", batch_mode="sync", scenario="calibrated", seeds=range(100))
+    ds = simulate(
+        config, optimizer="spsa", batch_mode="sync", scenario="calibrated", seeds=range(100)
+    )
     gap = ds.attrs["peak_elo"] - ds.attrs["start_elo"]
     recovered = 1.0 - ds.elo_loss.isel(pairs=-1).values / gap
     standard_error = recovered.std(ddof=1) / np.sqrt(recovered.size)

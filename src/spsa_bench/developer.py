@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from spsa_bench.tiles import RowTiles
+
 
 def _frozen(values, dtype=np.float64) -> np.ndarray:
     array = np.array(values, dtype=dtype, copy=True)
@@ -45,6 +47,8 @@ class DeveloperView:
             raise ValueError("developer bounds: theta_min > theta_max")
         if not np.all(np.isfinite(self.c_dev)) or np.any(self.c_dev <= 0):
             raise ValueError("developer perturbation c_dev must be finite and positive")
+        object.__setattr__(self, "_min_tiles", RowTiles(self.theta_min))
+        object.__setattr__(self, "_max_tiles", RowTiles(self.theta_max))
 
     @property
     def num_params(self) -> int:
@@ -54,7 +58,8 @@ class DeveloperView:
         """Clamp ``theta`` (any leading shape, last axis = param) into the bounds.
 
         (``np.maximum``/``np.minimum`` rather than ``np.clip``: same result, far
-        less per-call overhead on the small arrays of the hot path.)
+        less per-call overhead on the small arrays of the hot path; bounds tiled
+        down the seed axis, see :mod:`spsa_bench.tiles`.)
         """
-        out = np.maximum(theta, self.theta_min, out=out)
-        return np.minimum(out, self.theta_max, out=out)
+        out = np.maximum(theta, self._min_tiles.like(theta), out=out)
+        return np.minimum(out, self._max_tiles.like(out), out=out)

@@ -30,6 +30,7 @@ import numpy as np
 
 from spsa_bench.developer import DeveloperView
 from spsa_bench.pentanomial import MAX_OPPONENT_ELO
+from spsa_bench.tiles import RowTiles
 
 FALLBACK_C_FRACTION = 0.05
 
@@ -54,7 +55,8 @@ class TrueBowl:
         object.__setattr__(self, "theta_peak", _readonly(self.theta_peak))
         object.__setattr__(self, "w_true", _readonly(self.w_true))
         object.__setattr__(self, "_curvature", _readonly(self.k_elo * self.w_true))
-        object.__setattr__(self, "_twice_peak", _readonly(2.0 * self.theta_peak))
+        object.__setattr__(self, "_curvature_tiles", RowTiles(self._curvature))
+        object.__setattr__(self, "_twice_peak_tiles", RowTiles(2.0 * self.theta_peak))
 
     @classmethod
     def from_start(cls, theta_start, theta_peak, w_true, start_elo: float, peak_elo: float):
@@ -80,9 +82,9 @@ class TrueBowl:
         (theta_minus) as seen from the hero (theta_plus)."""
         # Elo(minus) - Elo(plus) = k sum_i w_i (plus_i - minus_i) (plus_i + minus_i - 2 peak_i)
         spread = theta_plus - theta_minus
-        spread *= self._curvature
+        spread *= self._curvature_tiles.like(spread)
         centre = theta_plus + theta_minus
-        centre -= self._twice_peak
+        centre -= self._twice_peak_tiles.like(centre)
         difference = np.einsum("...p,...p->...", spread, centre)
         return np.minimum(np.maximum(difference, -MAX_OPPONENT_ELO), MAX_OPPONENT_ELO)
 

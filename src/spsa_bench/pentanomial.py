@@ -432,17 +432,15 @@ def _build_threshold_table() -> np.ndarray:
 
 _THRESHOLD_TABLE = _build_threshold_table()
 _THRESHOLD_CELLS = _THRESHOLD_TABLE.shape[0]
-_THRESHOLD_ROWS = _THRESHOLD_TABLE.reshape(_THRESHOLD_CELLS, 16)  # c3 | c2 | c1 | c0
+# Coefficient-major copy, shape (16, cells): rows c3 (4 thresholds) | c2 | c1 | c0. A gather
+# along its last axis gives (16, n), so every Horner step below runs over rows of length n
+# instead of n rows of length 4 (numpy's per-row overhead dominates rows that short).
+_THRESHOLD_COLUMNS = np.ascontiguousarray(_THRESHOLD_TABLE.reshape(_THRESHOLD_CELLS, 16).T)
+_THRESHOLD_COLUMNS.setflags(write=False)
 
 
-def fast_thresholds(opponent_elo: np.ndarray) -> np.ndarray:
-    """``thresholds(probabilities(opponent_elo))`` for a 1-d array, from a table, ``(n, 4)``.
-
-    The simulator's hot path: a piecewise cubic Hermite interpolant of the exact
-    thresholds on a 1/8-Elo grid over +-599 (about a dozen numpy calls instead of
-    ~60). Agrees with the exact computation to ~2e-11 and with the bisection
-    reference to 1e-9 everywhere (tests); each value depends only on its own input.
-    """
+def _fast_threshold_columns(opponent_elo: np.ndarray) -> np.ndarray:
+    """The interpolated thresholds, shape ``(4, n)``: row ``j`` is threshold ``j`` of every input."""
     x = np.asarray(opponent_elo, dtype=np.float64)
     if np.isnan(x).any():
         raise ValueError("opponent Elo must not be NaN")
@@ -452,12 +450,32 @@ def fast_thresholds(opponent_elo: np.ndarray) -> np.ndarray:
     y *= 1.0 / _THRESHOLD_STEP
     cell = y.astype(np.intp)
     np.minimum(cell, _THRESHOLD_CELLS - 1, out=cell)
-    local = (y - cell)[:, None]
-    rows = _THRESHOLD_ROWS[cell]
-    out = rows[:, 0:4] * local
-    out += rows[:, 4:8]
+    local = y - cell
+    coefficients = _THRESHOLD_COLUMNS.take(cell, axis=1)
+    out = coefficients[0:4] * local
+    out += coefficients[4:8]
     out *= local
-    out += rows[:, 8:12]
+    out += coefficients[8:12]
     out *= local
-    out += rows[:, 12:16]
+    out += coefficients[12:16]
     return out
+
+
+def fast_thresholds(opponent_elo: np.ndarray) -> np.ndarray:
+    """``thresholds(probabilities(opponent_elo))`` for a 1-d array, from a table, ``(n, 4)``.
+
+    The simulator's hot path: a piecewise cubic Hermite interpolant of the exact
+    thresholds on a 1/8-Elo grid over +-599 (about a dozen numpy calls instead of
+    ~60). Agrees with the exact computation to ~2e-11 and with the bisection
+    reference to 1e-9 everywhere (tests); each value depends only on its own input.
+    (A transposed view of a ``(4, n)`` array.)
+    """
+    return _fast_threshold_columns(opponent_elo).T
+
+
+def fast_draw_thresholds(opponent_elo: np.ndarray) -> np.ndarray:
+    """``draw_thresholds(fast_thresholds(opponent_elo))``, uint32 ``(n, 4)``, the same bits.
+
+    (A transposed view of a ``(4, n)`` array: threshold ``j`` of all inputs is contiguous.)
+    """
+    return draw_thresholds(_fast_threshold_columns(opponent_elo)).T

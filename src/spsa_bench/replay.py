@@ -231,7 +231,7 @@ def replay(
                 f"{int(schedule.seeds[seeds.origin[bad]])}, arrival {job - n_workers} "
                 f"(found probing job {job})"
             )
-        thresholds = pentanomial.draw_thresholds(pentanomial.fast_thresholds(opponent))
+        thresholds = pentanomial.fast_draw_thresholds(opponent)
         if seeds.job_uniform[job]:
             start = seeds.job_offset[0, job]
             u = seeds.uniforms[:, start : start + seeds.job_pairs[0, job]]

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from spsa_bench.tiles import RowTiles
+
 
 @dataclass(frozen=True)
 class GainSchedule:
@@ -25,6 +27,12 @@ class GainSchedule:
     A: float
     alpha: float
     gamma: float
+
+    def __post_init__(self) -> None:
+        gain_scale = self.a / self.c
+        gain_scale.setflags(write=False)
+        object.__setattr__(self, "_gain_scale", gain_scale)
+        object.__setattr__(self, "_gain_scale_tiles", RowTiles(gain_scale))
 
     @classmethod
     def fishtest(cls, c_end, r_end: float, A: float, alpha: float, gamma: float, num_iter: int):
@@ -47,8 +55,12 @@ class GainSchedule:
 
     @property
     def gain_scale(self) -> np.ndarray:
-        """The per-parameter part of ``a_k / c_k``: ``a / c``."""
-        return self.a / self.c
+        """The per-parameter part of ``a_k / c_k``: ``a / c`` (read-only)."""
+        return self._gain_scale
+
+    def gain_scale_like(self, array: np.ndarray) -> np.ndarray:
+        """``gain_scale`` shaped to combine elementwise with ``array`` (see :mod:`spsa_bench.tiles`)."""
+        return self._gain_scale_tiles.like(array)
 
     def gain_shape(self, k: np.ndarray) -> np.ndarray:
         """The scalar part of ``a_k / c_k``: ``k**gamma / (A + k)**alpha``."""

@@ -78,7 +78,7 @@ def _classic_step(schedule: GainSchedule, report: Report) -> np.ndarray:
     """
     per_seed = schedule.gain_shape(report.iter_local) * report.signal
     step = per_seed[:, None] * report.flip
-    step *= schedule.gain_scale
+    step *= schedule.gain_scale_like(step)
     return step
 
 
