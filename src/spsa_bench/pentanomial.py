@@ -42,6 +42,7 @@ worse outcome for any pair.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -276,15 +277,20 @@ def _check_uniforms(uniforms: np.ndarray, thresholds: np.ndarray) -> tuple[np.nd
 _FLOAT32_EXACT_PAIRS = 2**22
 
 
+@functools.lru_cache(maxsize=16)
+def _ones(m: int, dtype: type) -> np.ndarray:
+    ones = np.ones(m, dtype=dtype)
+    ones.setflags(write=False)
+    return ones
+
+
 def _row_sums(values: np.ndarray) -> np.ndarray:
     """Exact int64 sums over the last axis of small integers (int8 or bool) through BLAS."""
     m = values.shape[-1]
     dtype = np.float32 if m < _FLOAT32_EXACT_PAIRS else np.float64
-    as_float = np.empty(values.shape, dtype=dtype)
-    np.copyto(as_float, values)
     lead = values.shape[:-1]
-    sums = np.dot(as_float.reshape(math.prod(lead), m), np.ones(m, dtype=dtype))
-    return sums.astype(np.int64).reshape(lead)
+    as_float = values.astype(dtype).reshape(math.prod(lead), m)
+    return np.dot(as_float, _ones(m, dtype)).astype(np.int64).reshape(lead)
 
 
 #: Integer match draws k are uniform on 0 .. 2**32 - 1 and stand for u = k / 2**32.

@@ -216,9 +216,9 @@ def replay(
                 extras_out[name][seed_index, grid_index] = value[rows]
 
     def dispatch(job: int) -> None:
-        if seeds.iter_uniform[job]:  # one row, broadcast (read-only) to every seed
+        if seeds.iter_uniform[job]:  # one row, repeated for every seed
             row = optimizer.perturbation(seeds.iter_local[:1, job])
-            c = np.broadcast_to(row, (seeds.rows.shape[0], n_params))
+            c = np.repeat(row, seeds.rows.shape[0], axis=0)
         else:
             c = optimizer.perturbation(seeds.iter_local[:, job])
         flip = seeds.flips_by_job[job].astype(np.float64)
