@@ -160,7 +160,7 @@ def parameter_points():
 
 def combine_mem_mb(wildcards):
     """95 bytes per parameter point measured with schedule-free arms in the grid
-    (2,671 MB for the default benchmark's 26.7 million); allowed 128."""
+    (2,671 MB for the default benchmark's 26.7 million); allowed 125."""
     return JOB_OVERHEAD_MB + 150 + parameter_points() // 8_000
 
 
