@@ -1,7 +1,7 @@
 # spsa-bench: the benchmark workflow.
 #
 #   snakemake --cores all                      # the full benchmark of config/config.yaml
-#   snakemake --cores 2 --configfile .test/config/config.yaml --replace-workflow-config
+#   snakemake --cores 2 --configfile .test/config/config.yaml   # the tiny test benchmark
 #   snakemake --report results/report.html     # self-contained HTML report
 #
 # Rules live in workflow/rules/, their thin scripts in workflow/scripts/ and the
@@ -12,7 +12,14 @@ from snakemake.utils import min_version
 min_version("8.0")
 
 
-configfile: "config/config.yaml"
+# config/config.yaml unless --configfile names the configuration: a given file is
+# the whole configuration, never merged into this one (a merge would keep this
+# file's scenarios, arms and batch modes beside the given ones; and the jobs
+# Snakemake submits to a cluster merge even under --replace-workflow-config).
+# `--config key=value` still overrides single keys of either.
+if not workflow.config_settings.configfiles:
+
+    configfile: "config/config.yaml"
 
 
 report: "workflow/report/workflow.rst"
