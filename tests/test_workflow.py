@@ -130,6 +130,33 @@ def test_full_grid_and_nested_overrides(env, tmp_path):
     assert "results/runs/async-fixed/mixed/ademamix/seeds-50-99.nc" in result.stdout + result.stderr
 
 
+def test_a_configfile_replaces_the_default_config_without_any_flag(env, tmp_path):
+    """From a directory that has config/config.yaml (the repository root, say), a
+    --configfile is the whole configuration. Jobs submitted to a cluster are started
+    with --configfiles but never with --replace-workflow-config, so a merge would give
+    them the default file's grid beside the given one (10 arms x 4 scenarios here)."""
+    (tmp_path / "config").mkdir()
+    shutil.copy(REPO / "config" / "config.yaml", tmp_path / "config" / "config.yaml")
+    common = ["-n", "--directory", str(tmp_path), "--snakefile", str(REPO / "Snakefile")]
+    tiny = yaml.safe_load(TINY.read_text())
+    tiny_cells = len(tiny["optimizers"]) * len(tiny["batch_modes"]) * len(tiny["scenarios"])
+    tiny_run = snakemake(env, *common, "--configfile", str(TINY))
+    assert job_counts(tiny_run.stdout + tiny_run.stderr)["simulate"] == tiny_cells
+    # --config still overrides single keys of the given file ...
+    override = snakemake(
+        env,
+        *common,
+        "--configfile",
+        str(TINY),
+        "--config",
+        "seeds={first: 0, count: 8, per_job: 4}",
+    )
+    assert job_counts(override.stdout + override.stderr)["simulate"] == 2 * tiny_cells
+    # ... and without a --configfile the directory's config/config.yaml is the grid.
+    default = snakemake(env, *common)
+    assert job_counts(default.stdout + default.stderr)["simulate"] == 10 * 3 * 4
+
+
 @pytest.mark.slow
 def test_tiny_benchmark_end_to_end(env, tmp_path):
     snakefile = str(REPO / "Snakefile")
