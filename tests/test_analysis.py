@@ -15,8 +15,9 @@ import xarray as xr
 from conftest import small_config_dict
 from scipy import stats as sps
 
-from spsa_bench.analysis import grid, stats, tables
-from spsa_bench.config import resolve
+from spsa_bench import workflow as grid
+from spsa_bench.analysis import stats, tables
+from spsa_bench.config.loader import resolve
 
 # ------------------------------------------------------------------ statistics
 
@@ -259,7 +260,7 @@ def test_cell_settings_hold_only_the_cell(small_config):
 
 
 def test_cell_settings_simulate_like_the_full_config(small_config):
-    from spsa_bench.simulate import simulate
+    from spsa_bench.engine.simulate import simulate
 
     cell = grid.cell_settings(small_config, "sf-sgd", "async-variable", "calibrated")
     alone = resolve(grid.with_seeds(json.loads(grid.to_json(cell)), 2, 3))
@@ -307,8 +308,8 @@ def test_kinds_and_async_modes(small_config):
 
 
 def test_schedule_round_trip(tmp_path, small_config):
-    from spsa_bench.analysis.schedules import read_schedule, write_schedule
-    from spsa_bench.simulate import make_schedule
+    from spsa_bench.dispatch.storage import read_schedule, write_schedule
+    from spsa_bench.engine.simulate import make_schedule
 
     schedule = make_schedule(small_config, small_config.batch_mode("async-variable"), [3, 4, 5])
     path = write_schedule(
@@ -326,9 +327,9 @@ def test_schedule_round_trip(tmp_path, small_config):
 
 def test_combine_aligns_worker_pools_of_different_sizes(tmp_path, small_config):
     """io.combine_runs pads the 1-worker synchronous pool to the asynchronous pool size with NaN."""
-    from spsa_bench.analysis.combine import combine_benchmark
-    from spsa_bench.io import write_atomic
-    from spsa_bench.simulate import simulate
+    from spsa_bench.engine.simulate import simulate
+    from spsa_bench.results.combine import combine_benchmark
+    from spsa_bench.results.runfiles import write_atomic
 
     paths = []
     for mode in ("async-fixed", "sync"):

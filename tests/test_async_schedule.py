@@ -7,16 +7,16 @@ import numpy as np
 import pytest
 from scipy.stats import norm
 
-import spsa_bench.async_schedule as async_module
-from spsa_bench.async_schedule import (
+import spsa_bench.dispatch.asynchronous as async_module
+from spsa_bench.dispatch.asynchronous import (
     AsyncSettings,
     async_schedule,
     game_durations,
     greedy_makespan,
     make_workers,
 )
+from spsa_bench.dispatch.schedule import sync_schedule
 from spsa_bench.reference import async_runner
-from spsa_bench.schedule import sync_schedule
 
 ENTROPY = 20240611
 

@@ -7,8 +7,8 @@ import pytest
 import yaml
 from conftest import small_config_dict
 
-from spsa_bench.config import ConfigError, load_config, parse_seed_range, resolve
-from spsa_bench.schema import SCHEMA_PATH, schema_yaml
+from spsa_bench.config.loader import ConfigError, load_config, parse_seed_range, resolve
+from spsa_bench.config.schema import SCHEMA_PATH, schema_yaml
 
 
 def test_default_config_resolves(default_config_path):

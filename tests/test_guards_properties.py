@@ -8,11 +8,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from spsa_bench import optimizers
-from spsa_bench.async_schedule import AsyncSettings, async_schedule
+from spsa_bench.dispatch.asynchronous import AsyncSettings, async_schedule
+from spsa_bench.dispatch.schedule import sync_schedule
+from spsa_bench.engine.replay import NonFiniteStateError, replay
+from spsa_bench.model.bowl import build_problem
 from spsa_bench.optimizers import REGISTRY, hyper_from_dict
-from spsa_bench.oracle import build_problem
-from spsa_bench.replay import NonFiniteStateError, replay
-from spsa_bench.schedule import sync_schedule
 
 LEARNING_RATE = {"r_end", "lr"}
 

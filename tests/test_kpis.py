@@ -3,15 +3,15 @@
 import numpy as np
 import pytest
 
-from spsa_bench.async_schedule import AsyncSettings, async_schedule
-from spsa_bench.kpis import (
+from spsa_bench.dispatch.asynchronous import AsyncSettings, async_schedule
+from spsa_bench.dispatch.kpis import (
     KPI_ATTRS,
     arrived_before_arrival,
     pair_weighted_median,
     row_quantiles,
     schedule_kpis,
 )
-from spsa_bench.schedule import Schedule, sync_schedule
+from spsa_bench.dispatch.schedule import Schedule, sync_schedule
 
 
 def hand_schedule() -> Schedule:

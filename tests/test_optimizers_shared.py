@@ -11,7 +11,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from spsa_bench.developer import DeveloperView
+from spsa_bench.model.developer import DeveloperView
 from spsa_bench.optimizers import REGISTRY, Report, build
 
 KINDS = sorted(REGISTRY)

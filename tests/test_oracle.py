@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from spsa_bench.oracle import TrueBowl, build_problem, developer_scales
+from spsa_bench.model.bowl import TrueBowl, build_problem, developer_scales
 
 GROUPS = [
     {

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from spsa_bench import pentanomial as pt
+from spsa_bench.model import pentanomial as pt
 from spsa_bench.reference import pentanomial as ref
 
 MAX = 599.0

@@ -35,15 +35,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import spsa_bench.optimizers as optimizers_pkg
-from spsa_bench import io
-from spsa_bench.analysis import grid
-from spsa_bench.cli import main
-from spsa_bench.config import ConfigError, load_config, resolve
-from spsa_bench.developer import DeveloperView
+from spsa_bench import workflow as grid
+from spsa_bench.cli.main import main
+from spsa_bench.config.loader import ConfigError, load_config, resolve
+from spsa_bench.config.schema import NAME_PATTERN
+from spsa_bench.engine.simulate import make_problem
+from spsa_bench.model.developer import DeveloperView
 from spsa_bench.optimizers import REGISTRY, hyper_from_dict
 from spsa_bench.optimizers.base import Report
-from spsa_bench.schema import NAME_PATTERN
-from spsa_bench.simulate import make_problem
+from spsa_bench.results import runfiles as io
 
 REPO = Path(__file__).resolve().parents[1]
 TINY = REPO / ".test" / "config" / "config.yaml"
@@ -599,7 +599,7 @@ def test_a_nan_state_stops_simulate_naming_optimizer_seed_and_event(
 SF_KINDS = ["sf-sgd", "sf-sgd-block", "sf-adam", "sf-adam-block"]
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=40, deadline=None, derandomize=True)
 @given(
     kind=st.sampled_from(SF_KINDS),
     lr=st.floats(1e-4, 50.0),
@@ -619,7 +619,9 @@ def test_schedule_free_z_is_never_clamped_for_random_hyperparameters(
     """The same reports to views that differ only in their bounds give the same ``z``.
 
     The tight view's bounds sit 1e-9 c around the start, so ``z`` leaves them at the
-    first non-zero step; ``x`` and the exported theta stay inside.
+    first step larger than that (a step below it, e.g. lr 1e-4 on a tiny signal, stays
+    inside, so "z moved implies z is outside" is not a property); ``x`` and the
+    exported theta stay inside. Derandomized, so CI sees the same examples every run.
     """
     n_params, n_seeds = 3, 2
     c = np.array([2.0, 5.0, 0.5])
@@ -655,8 +657,6 @@ def test_schedule_free_z_is_never_clamped_for_random_hyperparameters(
             states[name] = opt.update(states[name], report)
         z_tight = built["t"].extras(states["t"])["z"]
         np.testing.assert_array_equal(z_tight, built["w"].extras(states["w"])["z"])
-        outside = (z_tight < tight.theta_min) | (z_tight > tight.theta_max)
-        assert np.all(outside | (z_tight == start))  # every z that moved left the bounds
         for exported in (built["t"].export(states["t"]), built["t"].extras(states["t"])["x"]):
             assert np.all(exported >= tight.theta_min) and np.all(exported <= tight.theta_max)
 
@@ -688,7 +688,7 @@ def test_no_eval_or_exec_of_configuration_text_anywhere():
         if UNSAFE.search(line)
     ]
     assert found == []
-    config_source = (REPO / "src" / "spsa_bench" / "config.py").read_text()
+    config_source = (REPO / "src" / "spsa_bench" / "config" / "loader.py").read_text()
     assert "class _UniqueKeyLoader(yaml.SafeLoader)" in config_source
 
 

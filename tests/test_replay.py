@@ -4,11 +4,12 @@ import numpy as np
 import pytest
 from conftest import small_config_dict
 
-from spsa_bench import optimizers, streams
-from spsa_bench.config import resolve
-from spsa_bench.replay import _checkpoint_events, pairs_grid, replay
-from spsa_bench.schedule import sync_schedule
-from spsa_bench.simulate import make_problem
+from spsa_bench import optimizers
+from spsa_bench.config.loader import resolve
+from spsa_bench.dispatch.schedule import sync_schedule
+from spsa_bench.engine.replay import _checkpoint_events, pairs_grid, replay
+from spsa_bench.engine.simulate import make_problem
+from spsa_bench.model import streams
 
 CONFIG = resolve(small_config_dict(num_pairs=1500))
 

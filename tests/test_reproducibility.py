@@ -33,8 +33,8 @@ import xarray as xr
 import yaml
 
 import spsa_bench
-from spsa_bench import io
-from spsa_bench.config import resolve
+from spsa_bench.config.loader import resolve
+from spsa_bench.results import runfiles as io
 
 pytestmark = pytest.mark.slow
 

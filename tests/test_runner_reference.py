@@ -9,15 +9,17 @@ import numpy as np
 import pytest
 from conftest import small_config_dict
 
-from spsa_bench import kpis, optimizers, pentanomial
-from spsa_bench.async_schedule import AsyncSettings, async_schedule
-from spsa_bench.config import resolve
+from spsa_bench import optimizers
+from spsa_bench.config.loader import resolve
+from spsa_bench.dispatch import kpis
+from spsa_bench.dispatch.asynchronous import AsyncSettings, async_schedule
+from spsa_bench.dispatch.schedule import sync_schedule
+from spsa_bench.engine.replay import replay
+from spsa_bench.engine.simulate import make_problem, make_schedule, simulate
+from spsa_bench.model import pentanomial
 from spsa_bench.optimizers import REGISTRY, hyper_from_dict
 from spsa_bench.optimizers.base import Report
 from spsa_bench.reference.runner import run_runner_reference
-from spsa_bench.replay import replay
-from spsa_bench.schedule import sync_schedule
-from spsa_bench.simulate import make_problem, make_schedule, simulate
 
 NUM_PAIRS = 1200
 SEEDS = (0, 3, 8)

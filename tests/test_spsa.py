@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from spsa_bench.developer import DeveloperView
+from spsa_bench.model.developer import DeveloperView
 from spsa_bench.optimizers import Report, build, hyper_from_dict
 
 NUM_PAIRS = 1000

@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from spsa_bench.developer import DeveloperView
-from spsa_bench.oracle import TrueBowl
-from spsa_bench.tiles import MAX_TILES, MIN_ROWS, RowTiles
+from spsa_bench.model.bowl import TrueBowl
+from spsa_bench.model.developer import DeveloperView
+from spsa_bench.model.tiles import MAX_TILES, MIN_ROWS, RowTiles
 
 
 def _rng(seed):

@@ -14,10 +14,10 @@ import pandas as pd
 import pytest
 import xarray as xr
 
-from spsa_bench import validation as V
 from spsa_bench.optimizers import REGISTRY, Report, build, hyper_from_dict
 from spsa_bench.optimizers.schedule_free import documented_k
 from spsa_bench.reference.micro import MicroReport, const_mean, run_micro
+from spsa_bench.validation import gates as V
 
 WIDE = {"theta_min": -1e7, "theta_max": 1e7}  # nothing ever clips
 

@@ -3,8 +3,8 @@ calibrated synchronous case recovers most of the start gap within the budget."""
 
 import numpy as np
 
-from spsa_bench.config import load_config
-from spsa_bench.simulate import simulate
+from spsa_bench.config.loader import load_config
+from spsa_bench.engine.simulate import simulate
 
 
 def test_spsa_recovers_at_least_80_percent_of_the_gap_in_calibrated_sync(default_config_path):

@@ -86,7 +86,8 @@ def test_schema_is_the_package_schema():
     link = REPO / "workflow" / "schemas" / "config.schema.yaml"
     assert link.is_symlink() and not os.path.isabs(os.readlink(link))
     assert (
-        link.resolve() == (REPO / "src" / "spsa_bench" / "schema" / "config.schema.yaml").resolve()
+        link.resolve()
+        == (REPO / "src" / "spsa_bench" / "config" / "data" / "config.schema.yaml").resolve()
     )
 
 

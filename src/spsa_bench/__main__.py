@@ -1,5 +1,5 @@
 import sys
 
-from spsa_bench.cli import main
+from spsa_bench.cli.main import main
 
 sys.exit(main())

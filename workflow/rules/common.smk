@@ -10,8 +10,13 @@ from snakemake.utils import validate
 # The workflow runs the spsa_bench code of its own repository.
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 
-from spsa_bench.analysis import grid
-from spsa_bench.config import ConfigError, check_config_file, resolve, validate_raw
+from spsa_bench import workflow as grid
+from spsa_bench.config.loader import (
+    ConfigError,
+    check_config_file,
+    resolve,
+    validate_raw,
+)
 
 # Snakemake has read the config files with its own loader, which keeps the last of
 # duplicate keys and renders YTE templates: re-read each one safely and refuse those.

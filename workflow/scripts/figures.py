@@ -13,7 +13,7 @@ sys.path.insert(0, str(Path(snakemake.scriptdir).parents[1] / "src"))
 import pandas as pd  # noqa: E402
 
 from spsa_bench.analysis import figures  # noqa: E402
-from spsa_bench.analysis.combine import open_benchmark, open_schedules  # noqa: E402
+from spsa_bench.results.combine import open_benchmark, open_schedules  # noqa: E402
 
 out, params = snakemake.output, snakemake.params
 drawn = {}

@@ -11,9 +11,9 @@ from pathlib import Path
 sys.stderr = open(snakemake.log[0], "w", buffering=1)  # noqa: SIM115 - lives as long as the job
 sys.path.insert(0, str(Path(snakemake.scriptdir).parents[1] / "src"))
 
-from spsa_bench.analysis.schedules import write_schedule  # noqa: E402
-from spsa_bench.config import resolve  # noqa: E402
-from spsa_bench.simulate import make_schedule  # noqa: E402
+from spsa_bench.config.loader import resolve  # noqa: E402
+from spsa_bench.dispatch.storage import write_schedule  # noqa: E402
+from spsa_bench.engine.simulate import make_schedule  # noqa: E402
 
 first, last = int(snakemake.wildcards.a), int(snakemake.wildcards.b)
 config = resolve(snakemake.config)

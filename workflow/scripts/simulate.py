@@ -13,11 +13,11 @@ from pathlib import Path
 sys.stderr = open(snakemake.log[0], "w", buffering=1)  # noqa: SIM115 - lives as long as the job
 sys.path.insert(0, str(Path(snakemake.scriptdir).parents[1] / "src"))
 
-from spsa_bench.analysis import grid  # noqa: E402
-from spsa_bench.analysis.schedules import read_schedule  # noqa: E402
-from spsa_bench.config import resolve  # noqa: E402
-from spsa_bench.io import write_atomic  # noqa: E402
-from spsa_bench.simulate import simulate  # noqa: E402
+from spsa_bench import workflow as grid  # noqa: E402
+from spsa_bench.config.loader import resolve  # noqa: E402
+from spsa_bench.dispatch.storage import read_schedule  # noqa: E402
+from spsa_bench.engine.simulate import simulate  # noqa: E402
+from spsa_bench.results.runfiles import write_atomic  # noqa: E402
 
 start = time.perf_counter()
 w = snakemake.wildcards

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from spsa_bench.developer import DeveloperView
+from spsa_bench.model.developer import DeveloperView
 from spsa_bench.optimizers.adam import AdamHyper, build_adam, build_adam_block
 from spsa_bench.optimizers.ademamix import AdemamixHyper, build_ademamix
 from spsa_bench.optimizers.base import Optimizer, OptimizerSpec, Report

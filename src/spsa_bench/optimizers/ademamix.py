@@ -28,7 +28,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from spsa_bench.developer import DeveloperView
+from spsa_bench.model.developer import DeveloperView
 from spsa_bench.optimizers.adam import (
     Ladder,
     block_dot,

@@ -11,7 +11,7 @@ hyperparameters (optax style), acting on a state of arrays shaped
 - ``export(state) -> theta``, the point that is probed and recorded
 - ``extras(state) -> {name: array}``, extra trajectories to record (``x``, ``z``)
 
-Optimizers are built from a :class:`~spsa_bench.developer.DeveloperView` and a
+Optimizers are built from a :class:`~spsa_bench.model.developer.DeveloperView` and a
 frozen hyperparameter dataclass only: nothing here can reach ground truth.
 """
 
@@ -24,7 +24,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from spsa_bench.developer import DeveloperView
+from spsa_bench.model.developer import DeveloperView
 
 
 class Report(NamedTuple):

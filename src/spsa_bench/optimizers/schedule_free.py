@@ -78,7 +78,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from spsa_bench.developer import DeveloperView
+from spsa_bench.model.developer import DeveloperView
 from spsa_bench.optimizers.base import Optimizer, Report, hyperparameter
 
 

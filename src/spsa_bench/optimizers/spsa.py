@@ -21,9 +21,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from spsa_bench.developer import DeveloperView
+from spsa_bench.model.developer import DeveloperView
 from spsa_bench.optimizers.base import Optimizer, Report, hyperparameter
-from spsa_bench.optimizers.schedules import GainSchedule
+from spsa_bench.optimizers.gains import GainSchedule
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """Scalar reference of the asynchronous scheduler (spec 000 §3.2), one seed at a time.
 
 A literal event loop with a ``heapq`` queue, written for clarity, not speed; the
-vectorized :func:`spsa_bench.async_schedule.async_schedule` must agree with it
+vectorized :func:`spsa_bench.dispatch.asynchronous.async_schedule` must agree with it
 event by event. It consumes the same random streams in the same way:
 
 - the pool: one ``random((W, 2))`` draw from the seed's ``"workers"`` stream,
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from spsa_bench import streams
+from spsa_bench.model import streams
 
 
 def greedy_makespan(durations, lanes: int) -> float:

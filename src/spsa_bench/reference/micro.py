@@ -47,7 +47,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from spsa_bench.developer import DeveloperView
+from spsa_bench.model.developer import DeveloperView
 
 
 class MicroReport(NamedTuple):

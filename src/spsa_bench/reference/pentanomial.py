@@ -1,7 +1,7 @@
 """Scalar reference for the pentanomial match-noise model, found by bisection.
 
 Written straight from the model's definition with Python floats and ``math``,
-one opponent Elo at a time; the vectorized ``spsa_bench.pentanomial`` is tested
+one opponent Elo at a time; the vectorized ``spsa_bench.model.pentanomial`` is tested
 against it.
 
 With ``a = 100`` and ``b = 22``, a game at value ``v`` with shift ``s`` has

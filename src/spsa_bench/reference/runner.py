@@ -1,7 +1,7 @@
 """Scalar reference of the whole runner (spec 000 §3.1-3.2, spec 001 ch. 4), one seed.
 
 A literal event loop with a ``heapq`` queue of ``(finish_time, worker, job)``,
-written for clarity, not speed; it does not use :mod:`spsa_bench.replay`, and
+written for clarity, not speed; it does not use :mod:`spsa_bench.engine.replay`, and
 the vectorized runner must agree with it event by event. One seed, one
 optimizer, plain Python wherever the vectorized code is clever.
 
@@ -50,10 +50,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from spsa_bench import optimizers, pentanomial, streams
-from spsa_bench.async_schedule import AsyncSettings
+from spsa_bench import optimizers
+from spsa_bench.dispatch.asynchronous import AsyncSettings
+from spsa_bench.model import pentanomial, streams
+from spsa_bench.model.bowl import Problem
 from spsa_bench.optimizers.base import Report
-from spsa_bench.oracle import Problem
 from spsa_bench.reference.async_runner import greedy_makespan, reference_workers
 
 ITERATION_COUNTERS = ("arrival", "dispatch")

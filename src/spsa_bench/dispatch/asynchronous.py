@@ -67,8 +67,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import ndtri
 
-from spsa_bench import streams
-from spsa_bench.schedule import Schedule
+from spsa_bench.dispatch.schedule import Schedule
+from spsa_bench.model import streams
 
 BATCH_MODES = ("fixed", "variable")
 

@@ -8,12 +8,13 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import xarray as xr
 
-from spsa_bench import kpis, optimizers
-from spsa_bench.config import BatchMode, Config, OptimizerArm
-from spsa_bench.io import run_dataset
-from spsa_bench.oracle import Problem, build_problem
-from spsa_bench.replay import RunResult, replay
-from spsa_bench.schedule import Schedule, sync_schedule
+from spsa_bench import optimizers
+from spsa_bench.config.loader import BatchMode, Config, OptimizerArm
+from spsa_bench.dispatch import kpis
+from spsa_bench.dispatch.schedule import Schedule, sync_schedule
+from spsa_bench.engine.replay import RunResult, replay
+from spsa_bench.model.bowl import Problem, build_problem
+from spsa_bench.results.runfiles import run_dataset
 
 
 def make_problem(config: Config, scenario: str) -> Problem:
@@ -32,7 +33,7 @@ def make_schedule(config: Config, mode: BatchMode, seeds: Sequence[int]) -> Sche
     seeds = np.asarray(list(seeds), dtype=np.int64)
     if mode.is_sync:
         return sync_schedule(seeds, config.num_pairs, mode.batch_size)
-    from spsa_bench.async_schedule import async_schedule
+    from spsa_bench.dispatch.asynchronous import async_schedule
 
     return async_schedule(config.entropy, seeds, config.num_pairs, mode.settings)
 

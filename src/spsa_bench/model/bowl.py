@@ -2,7 +2,7 @@
 an optimizer may see from it (spec 000 section 1.1).
 
 Only this module and the runner that evaluates probes hold a :class:`TrueBowl`.
-Optimizers receive the :class:`~spsa_bench.developer.DeveloperView` built here
+Optimizers receive the :class:`~spsa_bench.model.developer.DeveloperView` built here
 and nothing else.
 
 True bowl::
@@ -28,9 +28,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from spsa_bench.developer import DeveloperView
-from spsa_bench.pentanomial import MAX_OPPONENT_ELO
-from spsa_bench.tiles import RowTiles
+from spsa_bench.model.developer import DeveloperView
+from spsa_bench.model.pentanomial import MAX_OPPONENT_ELO
+from spsa_bench.model.tiles import RowTiles
 
 FALLBACK_C_FRACTION = 0.05
 

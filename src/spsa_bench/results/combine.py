@@ -7,7 +7,7 @@ from pathlib import Path
 
 import xarray as xr
 
-from spsa_bench.io import combine_runs, provenance
+from spsa_bench.results.runfiles import combine_runs, provenance
 
 CELL_DIMS = ("optimizer", "batch_mode", "scenario")
 

@@ -29,10 +29,10 @@ from pathlib import Path
 
 import numpy as np
 
-from spsa_bench.developer import DeveloperView
-from spsa_bench.io import atomic_write
+from spsa_bench.model.developer import DeveloperView
 from spsa_bench.optimizers import Optimizer, Report, build, get_spec, hyper_from_dict
 from spsa_bench.reference.micro import MicroReport, run_micro
+from spsa_bench.results.runfiles import atomic_write
 
 PATHS = ("macro", "micro_const_mean", "micro_real")
 SIZE_LAWS = ("uniform", "pow2", "fixed")
@@ -45,7 +45,7 @@ FALLBACK_PROBABILITIES = np.array([0.05, 0.20, 0.44, 0.24, 0.07])
 def outcome_probabilities(elo_gap: float) -> np.ndarray:
     """Pair-outcome probabilities for a hero ``elo_gap`` Elo stronger than its opponent."""
     try:
-        from spsa_bench.pentanomial import probabilities
+        from spsa_bench.model.pentanomial import probabilities
     except ImportError:  # pragma: no cover - the pentanomial model ships with the package
         return FALLBACK_PROBABILITIES.copy()
     return np.asarray(probabilities(-float(elo_gap)), dtype=np.float64).reshape(5)

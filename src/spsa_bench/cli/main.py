@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 from spsa_bench import __version__
-from spsa_bench.config import ConfigError, load_config, parse_seed_range
+from spsa_bench.config.loader import ConfigError, load_config, parse_seed_range
 
 DEFAULT_CONFIG = "config/config.yaml"
 
@@ -51,8 +51,8 @@ def _add_config(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
-    from spsa_bench.io import write_atomic
-    from spsa_bench.simulate import simulate
+    from spsa_bench.engine.simulate import simulate
+    from spsa_bench.results.runfiles import write_atomic
 
     config = load_config(args.config)
     seeds = parse_seed_range(args.seeds) if args.seeds else config.seed_range()
@@ -115,7 +115,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
-    from spsa_bench.schema import SCHEMA_PATH, schema_yaml
+    from spsa_bench.config.schema import SCHEMA_PATH, schema_yaml
 
     text = schema_yaml()
     if args.write:
@@ -130,7 +130,7 @@ def cmd_schema(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from spsa_bench.bench import run_bench
+    from spsa_bench.engine.bench import run_bench
 
     config = load_config(args.config)
     seed_counts = [int(x) for x in args.seeds.split(",")]
@@ -157,7 +157,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     from spsa_bench.optimizers import REGISTRY
-    from spsa_bench.validation import validate
+    from spsa_bench.validation.gates import validate
 
     kinds = list(REGISTRY) if args.optimizer == "all" else [args.optimizer]
     for kind in kinds:
@@ -183,8 +183,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_schedule(args: argparse.Namespace) -> int:
-    from spsa_bench.io import schedule_dataset, write_atomic
-    from spsa_bench.simulate import make_schedule
+    from spsa_bench.engine.simulate import make_schedule
+    from spsa_bench.results.runfiles import schedule_dataset, write_atomic
 
     config = load_config(args.config)
     mode = config.batch_mode(args.batch_mode)
@@ -304,7 +304,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"spsa-bench: error: {error}", file=sys.stderr)
         return 1
     except RuntimeError as error:
-        from spsa_bench.replay import NonFiniteStateError
+        from spsa_bench.engine.replay import NonFiniteStateError
 
         if not isinstance(error, NonFiniteStateError):
             raise

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from spsa_bench.schedule import Schedule
+from spsa_bench.dispatch.schedule import Schedule
 
 QUANTILES = {"p50": 0.5, "p90": 0.9, "p99": 0.99}
 

@@ -21,8 +21,8 @@ import numpy as np
 import xarray as xr
 
 from spsa_bench import __version__
-from spsa_bench.oracle import Problem
-from spsa_bench.replay import RunResult
+from spsa_bench.model.bowl import Problem
+from spsa_bench.engine.replay import RunResult
 
 CELL_DIMS = ("optimizer", "batch_mode", "scenario")
 _THETA = "theta units"
@@ -174,7 +174,7 @@ def run_dataset(
 
 def schedule_dataset(schedule, *, batch_mode: str, config_json: str) -> xr.Dataset:
     """A schedule as a dataset: one row per job (dispatch order) and per arrival."""
-    from spsa_bench import kpis
+    from spsa_bench.dispatch import kpis
 
     job_vars = {
         "job_pairs": (schedule.job_pairs, "pairs in the job (0 = padding)", "pairs"),

@@ -16,10 +16,10 @@ import copy
 import json
 from collections.abc import Sequence
 
-from spsa_bench.config import Config
+from spsa_bench.config.loader import Config
+from spsa_bench.config.schema import build_schema
 from spsa_bench.optimizers import REGISTRY
 from spsa_bench.optimizers.base import hyper_schema
-from spsa_bench.schema import build_schema
 
 #: Top-level keys every simulation depends on.
 RUN_KEYS = ("num_pairs", "checkpoints", "signal", "iteration_counter", "entropy")

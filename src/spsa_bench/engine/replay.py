@@ -24,11 +24,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from spsa_bench import pentanomial, streams
-from spsa_bench.developer import DeveloperView
+from spsa_bench.dispatch.schedule import Schedule
+from spsa_bench.model import pentanomial, streams
+from spsa_bench.model.bowl import TrueBowl
+from spsa_bench.model.developer import DeveloperView
 from spsa_bench.optimizers.base import Optimizer, Report
-from spsa_bench.oracle import TrueBowl
-from spsa_bench.schedule import Schedule
 
 SIGNALS = ("raw", "scaled")
 LAST_STEPS = 100  # avg_step_size_last_100 averages the last this many updates of a seed

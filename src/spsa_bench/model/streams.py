@@ -60,7 +60,7 @@ def match_draws(entropy: int, seeds: np.ndarray, num_pairs: int) -> np.ndarray:
     """Integer draws driving the outcome of every pair, uint32 ``(seed, pair)``.
 
     Draw ``k`` stands for the uniform ``u = k / 2**32`` (see
-    :func:`spsa_bench.pentanomial.draw_thresholds`): half the memory of float64
+    :func:`spsa_bench.model.pentanomial.draw_thresholds`): half the memory of float64
     uniforms and a resolution of 2.3e-10. Pair ``p`` of seed ``s`` is the ``p``-th
     pair in dispatch order; its outcome is drawn by inverse CDF from its own draw
     whatever the probabilities, so two optimizers at one seed differ only where

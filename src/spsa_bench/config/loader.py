@@ -1,7 +1,7 @@
 """Load, validate and resolve a benchmark configuration.
 
 ``load_config(path)`` reads YAML with a safe loader that refuses duplicate
-keys, validates it against the JSON Schema (:mod:`spsa_bench.schema`), runs
+keys, validates it against the JSON Schema (:mod:`spsa_bench.config.schema`), runs
 the semantic checks a schema cannot express, fills in defaults and returns a
 frozen :class:`Config`. Every problem is reported as one :class:`ConfigError`
 line naming the key and the offending value.
@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING, Any
 import jsonschema
 import yaml
 
+from spsa_bench.config.schema import NAME_PATTERN, build_schema
 from spsa_bench.optimizers import REGISTRY, hyper_from_dict
-from spsa_bench.schema import NAME_PATTERN, build_schema
 
 if TYPE_CHECKING:
-    from spsa_bench.async_schedule import AsyncSettings
+    from spsa_bench.dispatch.asynchronous import AsyncSettings
 
 DEFAULTS: dict[str, Any] = {
     "checkpoints": 101,
@@ -262,7 +262,7 @@ def _check_problem(name: str, scenario: dict, num_pairs: int) -> None:
     """Build the scenario's problem once, so what cannot be derived is refused here."""
     import numpy as np
 
-    from spsa_bench.oracle import build_problem
+    from spsa_bench.model.bowl import build_problem
 
     with np.errstate(all="ignore"):
         try:
@@ -316,7 +316,7 @@ def _resolve_batch_mode(name: str, raw: dict, num_pairs: int) -> tuple[BatchMode
                 f"{where}.{extra[0]}: not used by a synchronous (1 worker, fixed batch) mode"
             )
         return BatchMode(name, 1, "fixed", int(raw["batch_size"]), None), resolved
-    from spsa_bench.async_schedule import AsyncSettings
+    from spsa_bench.dispatch.asynchronous import AsyncSettings
 
     for key, value in ASYNC_DEFAULTS.items():
         resolved.setdefault(key, copy.deepcopy(value))

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from spsa_bench.tiles import RowTiles
+from spsa_bench.model.tiles import RowTiles
 
 
 def _frozen(values, dtype=np.float64) -> np.ndarray:
@@ -59,7 +59,7 @@ class DeveloperView:
 
         (``np.maximum``/``np.minimum`` rather than ``np.clip``: same result, far
         less per-call overhead on the small arrays of the hot path; bounds tiled
-        down the seed axis, see :mod:`spsa_bench.tiles`.)
+        down the seed axis, see :mod:`spsa_bench.model.tiles`.)
         """
         out = np.maximum(theta, self._min_tiles.like(theta), out=out)
         return np.minimum(out, self._max_tiles.like(out), out=out)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from spsa_bench.tiles import RowTiles
+from spsa_bench.model.tiles import RowTiles
 
 
 @dataclass(frozen=True)
@@ -59,7 +59,7 @@ class GainSchedule:
         return self._gain_scale
 
     def gain_scale_like(self, array: np.ndarray) -> np.ndarray:
-        """``gain_scale`` shaped to combine elementwise with ``array`` (see :mod:`spsa_bench.tiles`)."""
+        """``gain_scale`` shaped to combine elementwise with ``array`` (see :mod:`spsa_bench.model.tiles`)."""
         return self._gain_scale_tiles.like(array)
 
     def gain_shape(self, k: np.ndarray) -> np.ndarray:

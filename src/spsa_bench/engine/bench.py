@@ -17,8 +17,8 @@ import tracemalloc
 
 import numpy as np
 
-from spsa_bench.config import Config
-from spsa_bench.simulate import make_problem, make_schedule, replay_arm
+from spsa_bench.config.loader import Config
+from spsa_bench.engine.simulate import make_problem, make_schedule, replay_arm
 
 
 def _one_run(config: Config, arm_name: str, mode_name: str, scenario: str, n_seeds: int):

@@ -3,7 +3,7 @@
 A schedule depends on the seeds and the batch mode only, never on the
 optimizer or the scenario (common random numbers), so the workflow builds it
 once per (asynchronous batch mode, seed chunk) and every simulate job of that
-chunk replays the same file. The file is :func:`spsa_bench.io.schedule_dataset`
+chunk replays the same file. The file is :func:`spsa_bench.results.runfiles.schedule_dataset`
 (per-job sizes, workers, times, staleness, plus the schedule KPIs) with the
 budget and worker count added as attributes, so it reads back exactly.
 """
@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from spsa_bench.io import schedule_dataset, write_atomic
-from spsa_bench.schedule import Schedule
+from spsa_bench.dispatch.schedule import Schedule
+from spsa_bench.results.runfiles import schedule_dataset, write_atomic
 
 #: Schedule fields stored as ``(seed, job)`` / ``(seed, event)`` variables of the same name.
 _JOB_FIELDS = (
@@ -41,7 +41,7 @@ def write_schedule(
 
 
 def read_schedule(path: str | Path) -> Schedule:
-    """The :class:`~spsa_bench.schedule.Schedule` written by :func:`write_schedule`."""
+    """The :class:`~spsa_bench.dispatch.schedule.Schedule` written by :func:`write_schedule`."""
     with xr.open_dataset(path, engine="netcdf4") as ds:
         ds = ds.load()
     values = {name: np.ascontiguousarray(ds[name].values) for name in _JOB_FIELDS}

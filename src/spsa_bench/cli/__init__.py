@@ -1,0 +1,5 @@
+"""The ``spsa-bench`` command line."""
+
+from spsa_bench.cli.main import main
+
+__all__ = ["main"]
