@@ -25,6 +25,8 @@ def small_config_dict(num_pairs: int = 2000) -> dict:
     raw["num_pairs"] = num_pairs
     raw["seeds"] = {"first": 0, "count": 4, "per_job": 4}
     raw["checkpoints"] = 21
+    # spsa-cwd left the default grid (lambda_cwd 0 equals spsa); the tests keep a decaying arm
+    raw["optimizers"]["spsa-cwd"] = {"lambda_cwd": 0.5}
     return raw
 
 

@@ -179,3 +179,90 @@ def test_atomic_write_leaves_nothing_on_failure_and_ordinary_permissions(tmp_pat
     mask = os.umask(0)
     os.umask(mask)
     assert target.stat().st_mode & 0o777 == 0o666 & ~mask  # not mkstemp's 0600
+
+
+# -- validate: the configured arms, their gates and exit status ------------------------------
+
+
+def _validation_config(tmp_path, arms: dict) -> str:
+    raw = small_config_dict()
+    raw["optimizers"] = arms
+    raw["baseline"] = next(iter(arms))
+    path = tmp_path / "validate.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    return str(path)
+
+
+def _validate(config, output, *extra):
+    return main(
+        ["validate", "--config", config, "--output", str(output), "--reports", "30", *extra]
+    )
+
+
+def test_validate_runs_every_configured_arm_with_its_hyperparameters(tmp_path, capsys):
+    config = _validation_config(
+        tmp_path, {"spsa-block": {}, "frozen": {"kind": "adam", "lr": 0.0}, "sf-sgd-block": {}}
+    )
+    assert _validate(config, tmp_path / "v") == 0
+    err = capsys.readouterr().err
+    assert {p.name for p in (tmp_path / "v").glob("*.nc")} == {
+        "spsa-block.nc",
+        "frozen.nc",
+        "sf-sgd-block.nc",
+    }
+    with xr.open_dataset(tmp_path / "v" / "frozen.nc") as ds:
+        assert ds.attrs["arm"] == "frozen" and ds.attrs["kind"] == "adam"
+        assert '"lr": 0.0' in ds.attrs["hyperparameters"]
+        theta = ds["theta"].sel(path="macro")
+        assert float(abs(theta - theta.isel(report=0)).max()) == 0.0  # lr 0: never moves
+    assert err.count("gate passed") == 3
+
+
+def _patched_row(monkeypatch, kind, **changes):
+    import dataclasses
+
+    from spsa_bench.optimizers import REGISTRY
+
+    rows = {name: REGISTRY[name] for name in REGISTRY}
+    rows[kind] = dataclasses.replace(rows[kind], **changes)
+    monkeypatch.setattr(REGISTRY, "_rows", rows)
+
+
+def test_validate_exits_non_zero_when_a_gate_fails(tmp_path, capsys, monkeypatch):
+    # classic spsa is 1-5% away from its per-pair path: a zero tolerance must fail it
+    _patched_row(monkeypatch, "spsa", micro_tolerance=0.0)
+    config = _validation_config(tmp_path, {"spsa": {}, "spsa-block": {}})
+    assert _validate(config, tmp_path / "v") == 1
+    err = capsys.readouterr().err
+    assert "validate spsa (spsa): gate FAILED" in err and "gate failed for spsa\n" in err
+    assert "validate spsa-block (spsa-block): gate passed" in err
+    assert (tmp_path / "v" / "spsa_gaps.csv").is_file()  # the evidence is still written
+
+
+def test_validate_skips_a_kind_without_micro_reference_with_one_line(tmp_path, capsys, monkeypatch):
+    _patched_row(monkeypatch, "adam", micro=None)
+    config = _validation_config(tmp_path, {"spsa-block": {}, "adam": {"lr": 0.01}})
+    assert _validate(config, tmp_path / "v", "--quiet") == 0
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert lines == ["validate adam: skipped, kind adam has no micro reference"]
+    assert not list((tmp_path / "v").glob("adam*"))
+
+
+def test_config_defaults_to_the_local_file_else_the_packaged_one(tmp_path, monkeypatch, capsys):
+    from spsa_bench.cli.common import PACKAGED_CONFIG, default_config
+
+    monkeypatch.chdir(tmp_path)
+    assert default_config() == PACKAGED_CONFIG
+    assert main(["list"]) == 0
+    assert "sf-adam-block" in capsys.readouterr().out
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "config.yaml").write_text(yaml.safe_dump(small_config_dict()))
+    assert default_config().resolve() == (tmp_path / "config" / "config.yaml").resolve()
+    help_text = subprocess.run(
+        [sys.executable, "-m", "spsa_bench", "list", "--help"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    words = " ".join(help_text.split())  # argparse wraps the help text
+    assert "./config/config.yaml if it exists, else the packaged default" in words

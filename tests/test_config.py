@@ -29,6 +29,31 @@ def test_committed_schema_is_current():
     assert SCHEMA_PATH.read_text() == schema_yaml(), "run `spsa-bench schema --write`"
 
 
+def test_packaged_schema_is_the_run_time_schema_without_plugins():
+    from spsa_bench.config.schema import build_schema
+    from spsa_bench.optimizers import REGISTRY
+
+    assert not REGISTRY.plugins()  # the test environment installs no plugin
+    assert yaml.safe_load(SCHEMA_PATH.read_text()) == build_schema()
+
+
+def test_packaged_default_config_is_the_repository_default(default_config_path):
+    from spsa_bench.cli.common import PACKAGED_CONFIG
+
+    assert PACKAGED_CONFIG.read_text() == default_config_path.read_text(), (
+        "copy config/config.yaml to src/spsa_bench/config/data/default.yaml"
+    )
+
+
+def test_the_default_grid_has_no_arm_identical_to_another(default_config_path):
+    """spsa-cwd with lambda_cwd 0 equals spsa and left the default grid."""
+    config = load_config(default_config_path)
+    arms = [(arm.kind, arm.hyper) for arm in config.optimizers.values()]
+    assert len(set(arms)) == len(arms)
+    cwd = [arm for arm in config.optimizers.values() if arm.kind == "spsa-cwd"]
+    assert all(arm.hyper.lambda_cwd > 0 for arm in cwd)
+
+
 def _set(path, value):
     def mutate(raw):
         node = raw

@@ -11,8 +11,14 @@ from spsa_bench.optimizers import REGISTRY
 
 GROUND_TRUTH = {"w_true", "theta_peak", "k_elo", "peak_elo", "start_elo"}
 # What optimizer modules may import from the package: the developer view, each other,
-# and the numpy-only tiling helper of the hot path.
-ALLOWED_INTERNAL = {"spsa_bench.model.developer", "spsa_bench.optimizers", "spsa_bench.model.tiles"}
+# the numpy-only tiling helper of the hot path, and the per-pair references the
+# registry rows name for validation (they too see only the developer view).
+ALLOWED_INTERNAL = {
+    "spsa_bench.model.developer",
+    "spsa_bench.optimizers",
+    "spsa_bench.model.tiles",
+    "spsa_bench.reference.micro",
+}
 
 
 def _imports(path: Path) -> set[str]:
@@ -52,7 +58,7 @@ def test_what_optimizers_may_import_reaches_no_ground_truth():
 
 def test_optimizer_sources_never_name_ground_truth():
     folder = Path(optimizers_pkg.__file__).parent
-    for path in folder.glob("*.py"):
+    for path in [*folder.glob("*.py"), folder.parent / "reference" / "micro.py"]:
         tree = ast.parse(path.read_text())
         names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
         names |= {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
@@ -71,3 +77,19 @@ def test_every_optimizer_is_built_from_view_and_hyperparameters_only():
         assert params == ["view", "hyper"], f"{kind}: build{params}"
         hyper_fields = {f.name for f in dataclasses.fields(spec.hyper)}
         assert not hyper_fields & GROUND_TRUTH, kind
+
+
+def test_plugin_modules_import_only_what_optimizers_may():
+    """A plugin's builder module is held to the built-ins' import rule (with the example
+    plugin installed, tests/test_plugin_package.py runs this file)."""
+    for kind, spec in REGISTRY.plugins().items():
+        path = Path(inspect.getsourcefile(spec.build))
+        for name in _imports(path):
+            if name.startswith("spsa_bench"):
+                assert any(name == a or name.startswith(a + ".") for a in ALLOWED_INTERNAL), (
+                    f"plugin {kind}: {path.name} imports {name}"
+                )
+        tree = ast.parse(path.read_text())
+        names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+        names |= {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+        assert not names & GROUND_TRUTH, f"plugin {kind} references {names & GROUND_TRUTH}"

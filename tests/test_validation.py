@@ -16,7 +16,7 @@ import xarray as xr
 
 from spsa_bench.optimizers import REGISTRY, Report, build, hyper_from_dict
 from spsa_bench.optimizers.schedule_free import documented_k
-from spsa_bench.reference.micro import MicroReport, const_mean, run_micro
+from spsa_bench.reference.micro import MicroReport, const_mean
 from spsa_bench.validation import gates as V
 
 WIDE = {"theta_min": -1e7, "theta_max": 1e7}  # nothing ever clips
@@ -194,7 +194,7 @@ def test_adam_block_needs_bias_correction_on_first_block():
         np.ones(1),
     )
     macro = optimizer.update(optimizer.init(1), report).theta[0, 0] - 900.0
-    micro = run_micro(
+    micro = V.run_micro(
         "adam", view, hyper, [MicroReport(np.full(n, s / n), np.ones(1), view.c_dev, 1)]
     )
     micro_step = micro["theta"][-1, 0] - 900.0
@@ -291,9 +291,9 @@ def test_const_mean_and_micro_reports():
         np.testing.assert_array_equal(a.c, optimizer.perturbation(sequence.iter_local[:, i])[1])
 
 
-def test_every_registry_kind_has_a_micro_reference():
+def test_every_built_in_kind_has_a_micro_reference():
     sequence, view = _setup(n_reports=3, n_seeds=1)
-    for kind in REGISTRY:
+    for kind in REGISTRY.built_ins():
         paths = _paths(kind, sequence, view)
         assert set(paths) == set(V.PATHS)
         assert paths["micro_real"]["theta"].shape == (4, 3)
@@ -303,9 +303,11 @@ def test_every_registry_kind_has_a_micro_reference():
 
 
 def test_validate_writes_outputs(tmp_path):
-    written = V.validate(
+    outcome = V.validate(
         "sf-sgd-block", tmp_path, seed=2, n_reports=25, n_params=3, theta_min=-1e6, theta_max=1e6
     )
+    assert outcome.passed and outcome.gap < 1e-10 and not outcome.skipped
+    written = outcome.written
     assert set(written) == {"netcdf", "png", "svg", "gaps"}
     for path in written.values():
         assert path.exists() and path.stat().st_size > 0
@@ -328,8 +330,9 @@ def test_validate_rejects_unknown_kind(tmp_path):
 
 
 def test_hyper_override_is_used(tmp_path):
-    written = V.validate("adam", tmp_path, n_reports=5, n_params=2, hyper={"lr": 0.0})
-    with xr.open_dataset(written["netcdf"]) as ds:
+    outcome = V.validate("adam", tmp_path, n_reports=5, n_params=2, hyper={"lr": 0.0})
+    assert outcome.gap == 0.0 and outcome.passed  # no path moves: the gap counts 0
+    with xr.open_dataset(outcome.written["netcdf"]) as ds:
         assert (
             float(
                 abs(
@@ -348,7 +351,7 @@ def test_clamp_every_pair_matches_report_clamping_when_nothing_clips(kind):
     hyper = hyper_from_dict(kind)
     optimizer = build(kind, view, hyper)
     reports = V.micro_reports(optimizer, sequence, 0, "real")
-    every = run_micro(kind, view, hyper, reports, clamp_every_pair=True)
-    boundary = run_micro(kind, view, hyper, reports)
+    every = V.run_micro(kind, view, hyper, reports, clamp_every_pair=True)
+    boundary = V.run_micro(kind, view, hyper, reports)
     for name in boundary:
         np.testing.assert_array_equal(every[name], boundary[name])

@@ -1,14 +1,50 @@
 """spsa-bench: a reproducible, vectorized benchmark of SPSA-family optimizers.
 
-The package is split the way data flows:
+The package is split the way data flows (docs/architecture in the README):
 
-- ``oracle``       ground truth (true Elo bowl) and the developer's view of it
-- ``pentanomial``  match-noise model of a game pair
-- ``streams``      every random stream, keyed by (seed, purpose)
-- ``schedule``     optimizer-independent job schedules (sync and async)
-- ``optimizers``   pure init/update optimizers that only see the developer view
-- ``replay``       runs one optimizer over a schedule for all seeds at once
-- ``io``           NetCDF datasets, provenance, atomic writes, combination
+- ``model``       the simulated world: true Elo bowl, developer view, game noise, streams
+- ``dispatch``    optimizer-independent job schedules (sync and async), KPIs, schedule I/O
+- ``optimizers``  pure init/update optimizers that only see the developer view; the
+                  registry of kinds (built-ins and entry-point plugins)
+- ``engine``      replays one optimizer over a schedule for all seeds at once
+- ``reference``   literal loop-based references; ``validation`` the macro-vs-micro gates
+- ``config``      loader and schema; ``results`` run files and combination;
+                  ``analysis`` statistics, tables and figures; ``cli`` the command line
+
+The public API is importable from here and loaded on first use, so importing
+``spsa_bench`` (or a core module) stays light: :func:`load_config`,
+:func:`simulate`, :func:`combine_runs`, :data:`REGISTRY`, :func:`build`.
 """
 
-__version__ = "0.1.0"
+from __future__ import annotations
+
+from importlib import import_module
+from importlib.metadata import PackageNotFoundError, version
+
+try:
+    __version__ = version("spsa-bench")
+except PackageNotFoundError:  # running from a source tree that is not installed
+    __version__ = "0+unknown"
+
+#: public name -> the module it lives in (imported when the name is first used)
+_PUBLIC = {
+    "load_config": "spsa_bench.config.loader",
+    "simulate": "spsa_bench.engine.simulate",
+    "combine_runs": "spsa_bench.results.runfiles",
+    "REGISTRY": "spsa_bench.optimizers",
+    "build": "spsa_bench.optimizers",
+}
+
+__all__ = ["__version__", *_PUBLIC]
+
+
+def __getattr__(name: str):
+    if name in _PUBLIC:
+        value = getattr(import_module(_PUBLIC[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'spsa_bench' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_PUBLIC])

@@ -1,4 +1,5 @@
-"""Snakemake script: `spsa-bench validate --optimizer KIND` for every kind, into results/validation/."""
+"""Snakemake script: macro-versus-micro validation of every configured arm (its own
+hyperparameters) into results/validation/; fails the job if a gate fails."""
 # ruff: noqa: F821 - `snakemake` is defined by Snakemake's script preamble
 
 import sys
@@ -7,10 +8,14 @@ from pathlib import Path
 sys.stderr = open(snakemake.log[0], "w", buffering=1)  # noqa: SIM115 - lives as long as the job
 sys.path.insert(0, str(Path(snakemake.scriptdir).parents[1] / "src"))
 
-from spsa_bench.cli.main import main  # noqa: E402
+from spsa_bench.config.loader import resolve  # noqa: E402
+from spsa_bench.validation.gates import validate_arms  # noqa: E402
 
-output_dir = str(Path(snakemake.output.nc[0]).parent)
-for kind in snakemake.params.kinds:
-    status = main(["validate", "--optimizer", kind, "--output", output_dir])
-    if status != 0:
-        raise SystemExit(f"spsa-bench validate --optimizer {kind} failed (status {status})")
+config = resolve(snakemake.config)
+output_dir = Path(snakemake.output.nc[0]).parent
+outcomes = validate_arms(config, config.optimizers, output_dir)
+for outcome in outcomes:
+    print(outcome.line(), file=sys.stderr)
+failed = [outcome.name for outcome in outcomes if not outcome.passed]
+if failed:
+    raise SystemExit(f"validation gate failed for {', '.join(failed)} (see {snakemake.log[0]})")

@@ -7,6 +7,7 @@ comes from :func:`optimizer_palette`, the only place colours are chosen.
 
 from __future__ import annotations
 
+import colorsys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -26,23 +27,37 @@ from spsa_bench.analysis.tables import hits_to_targets  # noqa: E402
 from spsa_bench.optimizers import REGISTRY  # noqa: E402
 from spsa_bench.results.runfiles import atomic_write
 
-#: Colours of the optimizer kinds, in registry order (tab10); other arm names
-#: get colours from the "dark" palette in order of appearance.
-_KIND_COLOURS = dict(zip(REGISTRY, sns.color_palette("tab10", len(REGISTRY)), strict=False))
+#: Colours of the built-in optimizer kinds, in registry order (tab10); every other arm
+#: name (plugin kinds, arms with their own names) gets the next unused colour of
+#: :func:`extra_colour`, in order of appearance.
+_KIND_COLOURS = dict(zip(REGISTRY.built_ins(), sns.color_palette("tab10", 10), strict=False))
 _EXTRA_COLOURS = sns.color_palette("dark", 10) + sns.color_palette("pastel", 10)
+_GOLDEN = (5**0.5 - 1) / 2
 
 BATCH_MODE_COLOURS = sns.color_palette("Set2", 8)
 
 
+def extra_colour(index: int) -> tuple:
+    """The colour of the ``index``-th arm without a kind colour: the dark, then the
+    pastel palette, then hues stepped by the golden ratio (never repeating) at a
+    lightness that alternates between three levels."""
+    if index < len(_EXTRA_COLOURS):
+        return _EXTRA_COLOURS[index]
+    step = index - len(_EXTRA_COLOURS)
+    hue = (0.05 + step * _GOLDEN) % 1.0
+    return colorsys.hls_to_rgb(hue, (0.35, 0.5, 0.65)[step % 3], 0.75)
+
+
 def optimizer_palette(names: Sequence[str]) -> dict[str, tuple]:
-    """The colour of every optimizer arm: fixed per kind name, others in order of appearance."""
+    """The colour of every optimizer arm, distinct for any number of arms: fixed per
+    built-in kind name, others in order of appearance (:func:`extra_colour`)."""
     palette = {}
     extra = 0
     for name in names:
         if name in _KIND_COLOURS:
             palette[name] = _KIND_COLOURS[name]
         else:
-            palette[name] = _EXTRA_COLOURS[extra % len(_EXTRA_COLOURS)]
+            palette[name] = extra_colour(extra)
             extra += 1
     return palette
 

@@ -189,15 +189,14 @@ def ema_block(m0: np.ndarray, target: np.ndarray, ladder: Ladder, n: np.ndarray)
     return keep[n - 1].reshape(shape) * m0 + gain[n - 1].reshape(shape) * target
 
 
+def _constants(hyper: AdamHyper) -> tuple[float, float, Ladder, Ladder]:
+    """``lr``, ``eps`` and the EMA ladders of ``beta1`` (m) and ``beta2`` (v)."""
+    return float(hyper.lr), float(hyper.eps), Ladder(float(hyper.beta1)), Ladder(float(hyper.beta2))
+
+
 def build_adam(view: DeveloperView, hyper: AdamHyper) -> Optimizer:
     init, perturbation, export = _common(view)
-    lr, beta1, beta2, eps = (
-        float(hyper.lr),
-        float(hyper.beta1),
-        float(hyper.beta2),
-        float(hyper.eps),
-    )
-    first, second = Ladder(beta1), Ladder(beta2)
+    lr, eps, first, second = _constants(hyper)
 
     def update(state: AdamState, report: Report) -> AdamState:
         n, g, grad = gradient(report)
@@ -225,14 +224,8 @@ def build_adam(view: DeveloperView, hyper: AdamHyper) -> Optimizer:
 
 def build_adam_block(view: DeveloperView, hyper: AdamHyper) -> Optimizer:
     init, perturbation, export = _common(view)
-    lr, beta1, beta2, eps = (
-        float(hyper.lr),
-        float(hyper.beta1),
-        float(hyper.beta2),
-        float(hyper.eps),
-    )
-
-    first, second = Ladder(beta1), Ladder(beta2)
+    lr, eps, first, second = _constants(hyper)
+    beta1, beta2 = first.beta, second.beta
 
     def update(state: AdamState, report: Report) -> AdamState:
         n, g, grad = gradient(report)

@@ -97,16 +97,33 @@ def hyper_schema(hyper_cls: type) -> dict[str, dict]:
     return properties
 
 
+#: A literal per-pair reference: ``micro(view, hyper, reports, *, clamp_every_pair)``
+#: returns ``{"theta": (report + 1, param), ...}`` for one seed (see
+#: :mod:`spsa_bench.reference.micro` and :mod:`spsa_bench.validation.gates`).
+MicroReference = Callable[..., dict[str, np.ndarray]]
+
+
 @dataclass(frozen=True)
 class OptimizerSpec:
-    """One row of the optimizer table (see :mod:`spsa_bench.optimizers`)."""
+    """One row of the optimizer table (:mod:`spsa_bench.optimizers.registry`).
+
+    kind             the name configs use (``kind:`` of an arm)
+    family           a group of related kinds (line styles in figures)
+    description      one line for ``spsa-bench list`` and the schema
+    hyper            the frozen hyperparameter dataclass (fields from :func:`hyperparameter`)
+    build            ``build(view, hyper) -> Optimizer``: the developer view and the
+                     hyperparameters are all an optimizer gets
+    micro            optional literal per-pair reference; validation skips kinds without one
+    micro_tolerance  the validation gate: largest relative gap allowed between the
+                     macro path and the micro const-mean path (1e-9 for an exact macro)
+    distribution     the distribution that registered the row ("" for the built-ins)
+    """
 
     kind: str
     family: str
     description: str
     hyper: type
     build: Callable[[DeveloperView, Any], Optimizer]
-
-
-def as_float(values) -> np.ndarray:
-    return np.asarray(values, dtype=np.float64)
+    micro: MicroReference | None = None
+    micro_tolerance: float = 1e-9
+    distribution: str = ""

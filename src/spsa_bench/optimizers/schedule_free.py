@@ -82,6 +82,17 @@ from spsa_bench.model.developer import DeveloperView
 from spsa_bench.optimizers.base import Optimizer, Report, hyperparameter
 
 
+def _warmup_pairs():
+    """The warmup hyperparameter both schedule-free families share."""
+    return hyperparameter(
+        0,
+        "linear warmup of the per-pair rate and Polyak weight lr * min(1, t / warmup_pairs); "
+        "0 = off",
+        minimum=0,
+        kind="integer",
+    )
+
+
 @dataclass(frozen=True)
 class SfSgdHyper:
     lr: float = hyperparameter(
@@ -90,13 +101,7 @@ class SfSgdHyper:
     beta: float = hyperparameter(
         0.9, "export blend: theta = (1 - beta) * z + beta * x", minimum=0.0, maximum=1.0
     )
-    warmup_pairs: int = hyperparameter(
-        0,
-        "linear warmup of the per-pair rate and Polyak weight lr * min(1, t / warmup_pairs); "
-        "0 = off",
-        minimum=0,
-        kind="integer",
-    )
+    warmup_pairs: int = _warmup_pairs()
 
 
 @dataclass(frozen=True)
@@ -119,13 +124,7 @@ class SfAdamHyper:
     eps: float = hyperparameter(
         1e-8, "added to sqrt(v_hat) in the denominator", exclusive_minimum=0.0
     )
-    warmup_pairs: int = hyperparameter(
-        0,
-        "linear warmup of the per-pair rate and Polyak weight lr * min(1, t / warmup_pairs); "
-        "0 = off",
-        minimum=0,
-        kind="integer",
-    )
+    warmup_pairs: int = _warmup_pairs()
 
 
 @dataclass(frozen=True)

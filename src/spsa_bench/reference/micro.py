@@ -10,7 +10,10 @@ A micro path is driven by a list of :class:`MicroReport`, each carrying the
 per-pair signals of one report: the block mean ``S / N`` repeated ``N`` times
 ("micro const-mean", what every block macro claims to reproduce) or the real
 per-pair outcomes ("micro real"), plus the report's flip, probe ``c`` and
-dispatch iteration.
+dispatch iteration. Each optimizer row names its reference
+(``OptimizerSpec.micro`` in :mod:`spsa_bench.optimizers.registry`); every
+reference returns ``{"theta": (report + 1, param)}`` (row 0 the start), plus
+``"x"`` and ``"z"`` for the schedule-free kinds.
 
 Clamping follows the macros: parameters are clamped at report boundaries
 (theta for SPSA and Adam, x and theta for schedule-free; z never); within a
@@ -191,45 +194,27 @@ def ademamix_micro(
     return {"theta": np.array(out)}
 
 
-def run_micro(
-    kind: str,
-    view: DeveloperView,
-    hyper,
-    reports: Sequence[MicroReport],
-    *,
-    clamp_every_pair: bool = False,
-) -> dict[str, np.ndarray]:
-    """The micro path of optimizer ``kind`` at report boundaries.
-
-    Returns ``{"theta": (report + 1, param)}`` (row 0 is the start), plus
-    ``"x"`` and ``"z"`` for the schedule-free kinds. ``hyper`` is the kind's
-    hyperparameter dataclass; block-only knobs (sf-adam-block's mu2 prior and
-    damping ablation) have no per-pair meaning and are ignored.
-    """
-    if kind not in MICRO:
-        raise ValueError(f"no micro reference for optimizer kind {kind!r}; known: {sorted(MICRO)}")
-    return MICRO[kind](view, hyper, reports, clamp_every_pair=clamp_every_pair)
+def spsa_cwd_micro(view: DeveloperView, hyper, reports, *, clamp_every_pair=False):
+    return spsa_micro(view, hyper, reports, clamp_every_pair=clamp_every_pair, cwd=True)
 
 
-MICRO = {
-    "spsa": spsa_micro,
-    "spsa-block": spsa_micro,
-    "spsa-cwd": lambda view, hyper, reports, **kw: spsa_micro(view, hyper, reports, cwd=True, **kw),
-    "sf-sgd": lambda view, hyper, reports, **kw: schedule_free_micro(
-        view, hyper, reports, adam=False, **kw
-    ),
-    "sf-sgd-block": lambda view, hyper, reports, **kw: schedule_free_micro(
-        view, hyper, reports, adam=False, **kw
-    ),
-    "sf-adam": lambda view, hyper, reports, **kw: schedule_free_micro(
-        view, hyper, reports, adam=True, **kw
-    ),
-    "sf-adam-block": lambda view, hyper, reports, **kw: schedule_free_micro(
-        view, hyper, reports, adam=True, **kw
-    ),
-    "adam": adam_micro,
-    "adam-block": adam_micro,
-    "ademamix": ademamix_micro,
-}
+def sf_sgd_micro(view: DeveloperView, hyper, reports, *, clamp_every_pair=False):
+    return schedule_free_micro(view, hyper, reports, adam=False, clamp_every_pair=clamp_every_pair)
 
-__all__ = ["MICRO", "MicroReport", "const_mean", "run_micro"]
+
+def sf_adam_micro(view: DeveloperView, hyper, reports, *, clamp_every_pair=False):
+    """Block-only knobs of sf-adam-block (mu2 prior, damping ablation) have no per-pair
+    meaning and are ignored."""
+    return schedule_free_micro(view, hyper, reports, adam=True, clamp_every_pair=clamp_every_pair)
+
+
+__all__ = [
+    "MicroReport",
+    "adam_micro",
+    "ademamix_micro",
+    "const_mean",
+    "sf_adam_micro",
+    "sf_sgd_micro",
+    "spsa_cwd_micro",
+    "spsa_micro",
+]

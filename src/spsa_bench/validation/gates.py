@@ -15,15 +15,21 @@ flips) through three paths and compares them at report boundaries:
 The outcomes do not depend on the parameters (open loop), so all paths see
 the same signals and any difference is the aggregation error of the macro.
 
-:func:`validate` writes ``<kind>.nc`` (the three paths), ``<kind>.png`` and
-``<kind>.svg`` (a figure of them) and ``<kind>_gaps.csv`` (the largest
-macro-versus-micro gaps), each atomically.
+:func:`validate` runs one kind with given hyperparameters and checks the
+*gate*: the largest relative gap between the macro and the micro const-mean
+path (:func:`gap_table`) must not exceed the row's ``micro_tolerance``
+(``1e-9`` for the exact block macros, a documented bound for the approximate
+ones). It writes ``<name>.nc``, ``<name>.png``/``.svg`` and
+``<name>_gaps.csv`` (:mod:`spsa_bench.validation.files`). A kind whose row
+has no micro reference is skipped. :func:`validate_arms` does this for the
+arms of a configuration, each with its own hyperparameters.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
+import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,8 +37,7 @@ import numpy as np
 
 from spsa_bench.model.developer import DeveloperView
 from spsa_bench.optimizers import Optimizer, Report, build, get_spec, hyper_from_dict
-from spsa_bench.reference.micro import MicroReport, run_micro
-from spsa_bench.results.runfiles import atomic_write
+from spsa_bench.reference.micro import MicroReport
 
 PATHS = ("macro", "micro_const_mean", "micro_real")
 SIZE_LAWS = ("uniform", "pow2", "fixed")
@@ -304,30 +309,69 @@ def _row(kind, reference, quantity, param, gap, rel, scale) -> dict:
     }
 
 
-def validate(
+def run_micro(
     kind: str,
-    output_dir,
+    view: DeveloperView,
+    hyper,
+    reports: list[MicroReport],
     *,
-    seed: int = 0,
-    n_reports: int = 200,
-    n_params: int = 4,
-    sizes: str = "uniform",
-    max_pairs: int = 128,
-    shuffle: bool = False,
-    elo_gap: float = 5.0,
-    hyper: dict | None = None,
-    c_dev: float = 10.0,
-    theta_min: float = 0.0,
-    theta_max: float = 2000.0,
     clamp_every_pair: bool = False,
-    plot_params: int = 3,
-) -> dict[str, Path]:
-    """Compare optimizer ``kind``'s macro path with its two micro paths and write the results.
+) -> dict[str, np.ndarray]:
+    """The micro path of ``kind`` at report boundaries, from the row's reference:
+    ``{"theta": (report + 1, param)}`` (row 0 the start), plus ``"x"`` and ``"z"``
+    for the schedule-free kinds."""
+    spec = get_spec(kind)
+    if spec.micro is None:
+        raise ValueError(f"optimizer kind {kind!r} has no micro reference")
+    return spec.micro(view, hyper, reports, clamp_every_pair=clamp_every_pair)
 
-    Arguments (all but ``kind`` and ``output_dir`` keyword-only):
 
-    kind              an optimizer kind of the registry (``spsa-bench list`` shows them)
-    output_dir        directory for the outputs (created if missing)
+def worst_gap(rows: Iterable[dict]) -> float:
+    """The gate's statistic: the largest relative gap of the macro path to the micro
+    const-mean path over every quantity (a reference path that never moves counts
+    0 if the macro stays with it, infinity otherwise; non-finite gaps are infinity)."""
+    worst = 0.0
+    for row in rows:
+        if row["reference"] != "micro_const_mean" or row["param"] != "all":
+            continue
+        gap, rel = row["max_abs_gap"], row["max_rel_gap"]
+        if not math.isfinite(gap):
+            return math.inf
+        worst = max(worst, rel if math.isfinite(rel) else (0.0 if gap == 0 else math.inf))
+    return worst
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What validating one arm gave: the gate statistic and the files written
+    (none if the kind has no micro reference and was skipped)."""
+
+    name: str
+    kind: str
+    gap: float
+    tolerance: float
+    written: dict[str, Path]
+    skipped: bool = False
+
+    @property
+    def passed(self) -> bool:
+        return self.skipped or self.gap <= self.tolerance
+
+    def line(self) -> str:
+        """One line for the log: passed, failed or skipped, and why."""
+        if self.skipped:
+            return f"validate {self.name}: skipped, kind {self.kind} has no micro reference"
+        verdict = "passed" if self.passed else "FAILED"
+        return (
+            f"validate {self.name} ({self.kind}): gate {verdict}, relative gap to micro "
+            f"const-mean {self.gap:.3g} (allowed {self.tolerance:.3g})"
+        )
+
+
+@dataclass(frozen=True)
+class Draw:
+    """The synthetic setup of a validation: report sequence, developer view, clamping.
+
     seed              entropy of the random streams (sizes, outcomes, flips, shuffle)
     n_reports         number of reports replayed
     n_params          number of parameters (starts alternate 900 / 1100)
@@ -336,182 +380,113 @@ def validate(
     max_pairs         largest report size
     shuffle           permute the report order (same reports, different order)
     elo_gap           fixed Elo advantage that sets the per-pair outcome distribution
-    hyper             hyperparameter overrides for ``kind`` ({name: value}); defaults otherwise
     c_dev             the developer perturbation of every parameter (theta units)
     theta_min/max     bounds of every parameter
-    clamp_every_pair  micro paths clamp after every pair (default: at report boundaries,
-                      like the macros)
-    plot_params       how many parameters the figure shows
+    clamp_every_pair  micro paths clamp after every pair (default: at report boundaries)
+    """
 
-    Writes ``<kind>.nc`` (dims path, report, param: theta, plus x and z for
-    schedule-free; coordinates pairs, n_pairs, signal; attributes describing the
-    setup), ``<kind>.png`` and ``<kind>.svg`` (theta, x, z and each path's theta
-    minus the macro theta against pairs, for the three paths) and
-    ``<kind>_gaps.csv`` (see :func:`gap_table`). Returns the written paths by
-    role: ``{"netcdf", "png", "svg", "gaps"}``.
+    seed: int = 0
+    n_reports: int = 200
+    n_params: int = 4
+    sizes: str = "uniform"
+    max_pairs: int = 128
+    shuffle: bool = False
+    elo_gap: float = 5.0
+    c_dev: float = 10.0
+    theta_min: float = 0.0
+    theta_max: float = 2000.0
+    clamp_every_pair: bool = False
+
+    def sequence(self) -> ReportSequence:
+        return make_reports(
+            self.n_reports,
+            self.n_params,
+            seed=self.seed,
+            sizes=self.sizes,
+            max_pairs=self.max_pairs,
+            shuffle=self.shuffle,
+            elo_gap=self.elo_gap,
+        )
+
+    def view(self, total_pairs: int) -> DeveloperView:
+        return validation_view(
+            self.n_params,
+            total_pairs,
+            c_dev=self.c_dev,
+            theta_min=self.theta_min,
+            theta_max=self.theta_max,
+        )
+
+
+def validate(
+    kind: str,
+    output_dir,
+    *,
+    hyper=None,
+    name: str | None = None,
+    plot_params: int = 3,
+    **draw,
+) -> Outcome:
+    """Compare optimizer ``kind``'s macro path with its two micro paths, write the
+    results and check the gate.
+
+    hyper        the hyperparameters: a dataclass of the kind, or overrides
+                 ({name: value}) of its defaults
+    name         the file stem and label (default: the kind), e.g. a config arm's name
+    plot_params  how many parameters the figure shows
+    draw         the synthetic setup, fields of :class:`Draw`
+
+    Writes ``<name>.nc``, ``<name>.png``/``.svg`` and ``<name>_gaps.csv``
+    (:func:`spsa_bench.validation.files.write_outputs`) unless the kind has no
+    micro reference (then nothing is written and the outcome is ``skipped``).
     """
     spec = get_spec(kind)
-    hyper_obj = hyper_from_dict(kind, hyper)
-    sequence = make_reports(
-        n_reports,
-        n_params,
-        n_seeds=1,
-        seed=seed,
-        sizes=sizes,
-        max_pairs=max_pairs,
-        shuffle=shuffle,
-        elo_gap=elo_gap,
-    )
-    total_pairs = int(sequence.offsets[0, -1])
-    view = validation_view(
-        n_params, total_pairs, c_dev=c_dev, theta_min=theta_min, theta_max=theta_max
-    )
-    paths = run_paths(kind, view, hyper_obj, sequence, 0, clamp_every_pair=clamp_every_pair)
-    param_names = [f"p{i}" for i in range(n_params)]
-    setup = {
-        "kind": kind,
-        "family": spec.family,
-        "description": spec.description,
-        "hyperparameters": json.dumps(dataclasses.asdict(hyper_obj), sort_keys=True),
-        "seed": int(seed),
-        "n_reports": int(n_reports),
-        "sizes": sizes,
-        "max_pairs": int(max_pairs),
-        "shuffle": int(bool(shuffle)),
-        "elo_gap": float(elo_gap),
-        "outcome_probabilities_LL_DL_DD_WD_WW": outcome_probabilities(elo_gap),
-        "c_dev": float(c_dev),
-        "theta_min": float(theta_min),
-        "theta_max": float(theta_max),
-        "total_pairs": total_pairs,
-        "clamping": "every pair" if clamp_every_pair else "report boundaries (micro as macro)",
-        "paths": "macro: fast optimizer; micro_const_mean: per-pair reference fed S_i/N_i; "
-        "micro_real: per-pair reference fed the real outcomes",
-    }
-    output = Path(output_dir)
-    output.mkdir(parents=True, exist_ok=True)
-    targets = {
-        "netcdf": output / f"{kind}.nc",
-        "png": output / f"{kind}.png",
-        "svg": output / f"{kind}.svg",
-        "gaps": output / f"{kind}_gaps.csv",
-    }
-    dataset = _dataset(paths, sequence, param_names, setup)
-    atomic_write(targets["netcdf"], lambda tmp: dataset.to_netcdf(tmp, engine="netcdf4"))
+    name = name or kind
+    if spec.micro is None:
+        return Outcome(name, kind, math.nan, spec.micro_tolerance, {}, skipped=True)
+    if not dataclasses.is_dataclass(hyper):
+        hyper = hyper_from_dict(kind, hyper)
+    setup = Draw(**draw)
+    sequence = setup.sequence()
+    view = setup.view(int(sequence.offsets[0, -1]))
+    paths = run_paths(kind, view, hyper, sequence, 0, clamp_every_pair=setup.clamp_every_pair)
+    param_names = [f"p{i}" for i in range(setup.n_params)]
     rows = gap_table(kind, paths, param_names)
-    import pandas as pd
+    from spsa_bench.validation.files import write_outputs
 
-    table = pd.DataFrame(rows)
-    atomic_write(targets["gaps"], lambda tmp: table.to_csv(tmp, index=False, float_format="%.6g"))
-    _figure(dataset, setup, plot_params, targets)
-    return targets
-
-
-def _dataset(paths, sequence: ReportSequence, param_names, setup):
-    import xarray as xr
-
-    pairs = sequence.offsets[0]
-    n_pairs = np.concatenate([[0], sequence.n_pairs[0]])
-    signal = np.concatenate([[0.0], sequence.signal[0]])
-    data_vars = {}
-    units = {"theta": "exported parameter", "x": "Polyak surrogate", "z": "fast iterate"}
-    for name in paths["macro"]:
-        stacked = np.stack([paths[p][name] for p in PATHS])
-        data_vars[name] = xr.Variable(
-            ("path", "report", "param"),
-            stacked,
-            {"long_name": units.get(name, name), "units": "parameter units"},
-        )
-    coords = {
-        "path": list(PATHS),
-        "report": np.arange(sequence.n_reports + 1),
-        "param": param_names,
-        "pairs": ("report", pairs, {"long_name": "pairs played before this boundary"}),
-        "n_pairs": (
-            "report",
-            n_pairs,
-            {"long_name": "pairs in the report ending here (0 at the start)"},
-        ),
-        "signal": ("report", signal, {"long_name": "total result S of the report ending here"}),
-    }
-    return xr.Dataset(data_vars, coords=coords, attrs=setup)
-
-
-def _figure(dataset, setup, plot_params: int, targets) -> None:
-    """theta (and x, z) of a few parameters against pairs for the three paths, plus the
-    paths' deviation from the macro path; seaborn styling on plain matplotlib axes
-    (seaborn's relplot took several seconds per figure)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import seaborn as sns
-
-    labels = {
-        "macro": "macro (fast)",
-        "micro_const_mean": "micro const-mean",
-        "micro_real": "micro real",
-    }
-    styles = dict(zip(labels, ("-", "--", ":"), strict=True))
-    colours = dict(zip(labels, sns.color_palette("colorblind", len(labels)), strict=True))
-    shown = list(dataset["param"].values[: max(1, plot_params)])
-    theta = dataset["theta"].sel(param=shown)
-    quantities = [("theta", theta)]
-    quantities += [(n, dataset[n].sel(param=shown)) for n in ("x", "z") if n in dataset]
-    quantities.append(("theta - macro theta", theta - theta.sel(path="macro")))
-    pairs = dataset["pairs"].values
-    sns.set_theme(style="whitegrid", context="paper")
-    fig, axes = plt.subplots(
-        len(quantities),
-        len(shown),
-        figsize=(3.4 * len(shown), 2.4 * len(quantities)),
-        sharex=True,
-        squeeze=False,
+    written = write_outputs(
+        Path(output_dir), name, spec, hyper, setup, sequence, paths, rows, plot_params
     )
-    for row, (name, values) in enumerate(quantities):
-        for col, param in enumerate(shown):
-            ax = axes[row, col]
-            for path, label in labels.items():
-                series = values.sel(path=path, param=param).values
-                ax.plot(
-                    pairs[: series.shape[0]],
-                    series,
-                    styles[path],
-                    color=colours[path],
-                    label=label,
-                    linewidth=1.1,
-                )
-            ax.set_title(f"{name} of {param}")
-            if col == 0:
-                ax.set_ylabel("value (parameter units)")
-            if row == len(quantities) - 1:
-                ax.set_xlabel("pairs played")
-    handles, names = axes[0, 0].get_legend_handles_labels()
-    fig.legend(
-        handles, names, loc="upper left", bbox_to_anchor=(1.0, 0.95), title="path", frameon=False
-    )
-    fig.suptitle(
-        f"{setup['kind']}: macro vs micro paths (seed {setup['seed']}, "
-        f"{setup['n_reports']} reports, N {setup['sizes']} up to {setup['max_pairs']})",
-        y=1.02,
-    )
-    fig.tight_layout()
-    for role in ("png", "svg"):
-        atomic_write(
-            targets[role],
-            lambda tmp, role=role: fig.savefig(tmp, format=role, dpi=150, bbox_inches="tight"),
-        )
-    plt.close(fig)
+    return Outcome(name, kind, worst_gap(rows), spec.micro_tolerance, written)
+
+
+def validate_arms(config, names: Iterable[str], output_dir, **draw) -> list[Outcome]:
+    """:func:`validate` every arm in ``names``: an arm of ``config`` runs with its
+    own kind and hyperparameters, any other name must be a kind (its defaults)."""
+    outcomes = []
+    for name in names:
+        if name in config.optimizers:
+            arm = config.optimizers[name]
+            kind, hyper = arm.kind, arm.hyper
+        else:
+            kind, hyper = get_spec(name).kind, None
+        outcomes.append(validate(kind, output_dir, hyper=hyper, name=name, **draw))
+    return outcomes
 
 
 __all__ = [
     "PATHS",
+    "Draw",
+    "Outcome",
     "ReportSequence",
     "gap_table",
     "make_reports",
     "micro_reports",
     "run_macro",
+    "run_micro",
     "run_paths",
     "validate",
+    "validate_arms",
     "validation_view",
+    "worst_gap",
 ]

@@ -1,0 +1,53 @@
+"""``spsa-bench bench``: time the vectorized core (medians of several runs)."""
+
+from __future__ import annotations
+
+import argparse
+
+from spsa_bench.cli.common import add_config, load
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("bench", help="time the vectorized core (medians of several runs)")
+    add_config(p)
+    p.add_argument(
+        "--seeds",
+        default="1,10,100,1000",
+        help="comma-separated seed counts R (default: 1,10,100,1000)",
+    )
+    p.add_argument("--optimizers", help="comma-separated optimizer arms, or all (default: spsa)")
+    p.add_argument("--batch-modes", help="comma-separated batch modes, or all (default: sync)")
+    p.add_argument("--scenario", default="calibrated", help="scenario (default: calibrated)")
+    p.add_argument(
+        "--repeats",
+        type=int,
+        default=5,
+        help="timed runs per cell; the median is reported (default: 5)",
+    )
+    p.set_defaults(func=run)
+
+
+def _names(text: str | None, default: str, every) -> list[str]:
+    names = text.split(",") if text else [default]
+    return list(every) if names == ["all"] else names
+
+
+def run(args: argparse.Namespace) -> int:
+    from spsa_bench.engine.bench import run_bench
+
+    config = load(args)
+    optimizers = _names(args.optimizers, "spsa", config.optimizers)
+    modes = _names(args.batch_modes, "sync", config.batch_modes)
+    for name in optimizers:
+        config.optimizer(name)
+    for name in modes:
+        config.batch_mode(name)
+    run_bench(
+        config,
+        seed_counts=[int(x) for x in args.seeds.split(",")],
+        optimizers=optimizers,
+        batch_modes=modes,
+        scenario=args.scenario,
+        repeats=args.repeats,
+    )
+    return 0

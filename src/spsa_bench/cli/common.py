@@ -1,0 +1,69 @@
+"""What several subcommands share: the --config option and progress on stderr."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+#: The configuration used when --config is not given and ./config/config.yaml is absent
+#: (a copy of the repository's config/config.yaml, shipped as package data).
+PACKAGED_CONFIG = Path(__file__).parents[1] / "config" / "data" / "default.yaml"
+LOCAL_CONFIG = Path("config") / "config.yaml"
+
+
+def default_config() -> Path:
+    """./config/config.yaml if it exists (running inside the repository), else the packaged default."""
+    return LOCAL_CONFIG if LOCAL_CONFIG.is_file() else PACKAGED_CONFIG
+
+
+def add_config(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--config",
+        default=None,
+        help="YAML configuration (default: ./config/config.yaml if it exists, "
+        "else the packaged default grid, a copy of the repository's config/config.yaml)",
+    )
+
+
+def config_path(args: argparse.Namespace) -> Path:
+    return Path(args.config) if args.config else default_config()
+
+
+def load(args: argparse.Namespace):
+    """The resolved configuration of ``--config`` (or its default)."""
+    from spsa_bench.config.loader import load_config
+
+    return load_config(config_path(args))
+
+
+class Progress:
+    """Progress on stderr for work that takes more than a second; silent with --quiet."""
+
+    def __init__(self, label: str, quiet: bool):
+        self.label = label
+        self.quiet = quiet
+        self.start = time.monotonic()
+        self.shown = False
+
+    def __call__(self, done: int, total: int) -> None:
+        if self.quiet:
+            return
+        elapsed = time.monotonic() - self.start
+        if elapsed < 1.0 and done < total:
+            return
+        if done >= total and not self.shown:
+            return  # finished within a second: say nothing
+        self.shown = True
+        percent = 100.0 * done / max(total, 1)
+        end = "\n" if done >= total else ""
+        prefix = "\r" if sys.stderr.isatty() else ""
+        if not sys.stderr.isatty() and done < total:
+            end = "\n"
+        print(
+            f"{prefix}{self.label}: {percent:5.1f}% ({done}/{total} reports, {elapsed:.1f} s)",
+            end=end,
+            file=sys.stderr,
+            flush=True,
+        )

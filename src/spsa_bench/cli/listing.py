@@ -1,0 +1,53 @@
+"""``spsa-bench list``: the arms, batch modes and scenarios of a configuration and
+every optimizer kind available (built-in or from a plugin distribution)."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+
+from spsa_bench.cli.common import add_config, load
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser(
+        "list",
+        help="list the optimizers, batch modes and scenarios of a config, and the optimizer "
+        "kinds available (plugins with their distribution)",
+    )
+    add_config(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    config = load(args)
+    print("optimizers:")
+    for name, arm in config.optimizers.items():
+        values = ", ".join(
+            f"{f.name}={getattr(arm.hyper, f.name)}" for f in dataclasses.fields(arm.hyper)
+        )
+        print(f"  {name:<18} kind={arm.kind}  {values}")
+    print("batch modes:")
+    for name, mode in config.batch_modes.items():
+        kind = "sync" if mode.is_sync else "async"
+        size = f"batch {mode.batch_size}" if mode.batch == "fixed" else "variable batch"
+        print(f"  {name:<18} {kind}, {mode.workers} worker(s), {size}")
+    print("scenarios:")
+    for name, scenario in config.scenarios.items():
+        count = sum(g["count"] for g in scenario["groups"])
+        description = scenario.get("description", "")
+        print(f"  {name:<18} {count} params, start_elo {scenario['start_elo']}: {description}")
+    last = config.seeds_first + config.seeds_count - 1
+    print(f"seeds: {config.seeds_first}..{last} ({config.seeds_per_job} per job)")
+    print_kinds()
+    return 0
+
+
+def print_kinds() -> None:
+    from spsa_bench.optimizers import REGISTRY
+
+    print("optimizer kinds available:")
+    for kind, spec in REGISTRY.items():
+        origin = f" [plugin from {spec.distribution}]" if spec.distribution else ""
+        micro = "" if spec.micro is not None else " (no micro reference: validation skips it)"
+        print(f"  {kind:<18} {spec.description}{origin}{micro}")

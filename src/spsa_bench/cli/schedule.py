@@ -1,0 +1,40 @@
+"""``spsa-bench schedule``: write the job schedule of a batch mode, for inspection."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from spsa_bench.cli.common import add_config, load
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser(
+        "schedule", help="write the job schedule of a batch mode as NetCDF, for inspection"
+    )
+    add_config(p)
+    p.add_argument("--batch-mode", required=True, help="batch mode name from the config")
+    p.add_argument("--seeds", help="FIRST-LAST inclusive (default: the config's seeds)")
+    p.add_argument("--output", required=True, help="NetCDF file to write (atomically)")
+    p.add_argument("--quiet", action="store_true", help="no summary on stderr")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from spsa_bench.config.loader import parse_seed_range
+    from spsa_bench.engine.simulate import make_schedule
+    from spsa_bench.results.runfiles import schedule_dataset, write_atomic
+
+    config = load(args)
+    mode = config.batch_mode(args.batch_mode)
+    seeds = parse_seed_range(args.seeds) if args.seeds else config.seed_range()
+    schedule = make_schedule(config, mode, seeds)
+    dataset = schedule_dataset(schedule, batch_mode=mode.name, config_json=config.to_json())
+    path = write_atomic(dataset, args.output)
+    if not args.quiet:
+        jobs = int(schedule.n_jobs.sum())
+        print(
+            f"schedule {mode.name} seeds {seeds.start}-{seeds.stop - 1}: {jobs} jobs -> {path}",
+            file=sys.stderr,
+        )
+    return 0

@@ -1,0 +1,59 @@
+"""``spsa-bench simulate``: one optimizer x batch mode x scenario for a range of seeds."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from spsa_bench.cli.common import Progress, add_config, load
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser(
+        "simulate", help="run one optimizer x batch mode x scenario for a range of seeds"
+    )
+    add_config(p)
+    p.add_argument(
+        "--optimizer", required=True, help="optimizer arm name from the config (see `list`)"
+    )
+    p.add_argument("--batch-mode", required=True, help="batch mode name from the config, e.g. sync")
+    p.add_argument(
+        "--scenario", required=True, help="scenario name from the config, e.g. calibrated"
+    )
+    p.add_argument("--seeds", help="FIRST-LAST inclusive, e.g. 0-99 (default: the config's seeds)")
+    p.add_argument("--output", required=True, help="NetCDF file to write (atomically)")
+    p.add_argument("--quiet", action="store_true", help="no progress or summary on stderr")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from spsa_bench.config.loader import parse_seed_range
+    from spsa_bench.engine.simulate import simulate
+    from spsa_bench.results.runfiles import write_atomic
+
+    config = load(args)
+    seeds = parse_seed_range(args.seeds) if args.seeds else config.seed_range()
+    config.optimizer(args.optimizer)
+    config.batch_mode(args.batch_mode)
+    config.scenario(args.scenario)
+    label = (
+        f"{args.optimizer}/{args.batch_mode}/{args.scenario} seeds {seeds.start}-{seeds.stop - 1}"
+    )
+    ds = simulate(
+        config,
+        optimizer=args.optimizer,
+        batch_mode=args.batch_mode,
+        scenario=args.scenario,
+        seeds=seeds,
+        progress=Progress(label, args.quiet),
+    )
+    path = write_atomic(ds, args.output)
+    if not args.quiet:
+        loss = ds["elo_loss"].isel(pairs=-1)
+        gap = float(ds.attrs["peak_elo"] - ds.attrs["start_elo"])
+        print(
+            f"{label}: final Elo loss mean {float(loss.mean()):.3f} (start gap {gap:.3f}, "
+            f"{100 * (1 - float(loss.mean()) / gap):.1f}% recovered) -> {path}",
+            file=sys.stderr,
+        )
+    return 0

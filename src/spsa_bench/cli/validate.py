@@ -1,0 +1,77 @@
+"""``spsa-bench validate``: macro-versus-micro validation of the configured arms,
+each with its own hyperparameters; exit status 1 if a gate fails."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from spsa_bench.cli.common import add_config, load
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser(
+        "validate",
+        help="macro-versus-micro validation of the configured optimizer arms (NetCDF, figure, "
+        "gap table); exits 1 if a gate fails",
+    )
+    add_config(p)
+    p.add_argument(
+        "--optimizer",
+        default="all",
+        help="comma-separated arm names of the config (or optimizer kinds, run with their "
+        "defaults), or all: every arm of the config (default: all)",
+    )
+    p.add_argument(
+        "--output",
+        required=True,
+        help="directory for <arm>.nc, <arm>.png/.svg and <arm>_gaps.csv",
+    )
+    p.add_argument(
+        "--seed", type=int, default=0, help="seed of the synthetic report sequence (default: 0)"
+    )
+    p.add_argument("--reports", type=int, default=200, help="number of reports (default: 200)")
+    p.add_argument(
+        "--sizes",
+        default="uniform",
+        help="report sizes: uniform (1..max), pow2 or fixed (default: uniform)",
+    )
+    p.add_argument(
+        "--max-pairs", type=int, default=128, help="largest report size in pairs (default: 128)"
+    )
+    p.add_argument("--shuffle", action="store_true", help="shuffle the report order")
+    p.add_argument("--quiet", action="store_true", help="report only skipped arms and failures")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from spsa_bench.config.loader import ConfigError
+    from spsa_bench.optimizers import REGISTRY
+    from spsa_bench.validation.gates import validate_arms
+
+    config = load(args)
+    names = list(config.optimizers) if args.optimizer == "all" else args.optimizer.split(",")
+    for name in names:
+        if name not in config.optimizers and name not in REGISTRY:
+            known = ", ".join(config.optimizers)
+            raise ConfigError(
+                f"--optimizer = {name!r}: neither an arm of the config ({known}) nor a kind"
+            )
+    outcomes = validate_arms(
+        config,
+        names,
+        args.output,
+        seed=args.seed,
+        n_reports=args.reports,
+        sizes=args.sizes,
+        max_pairs=args.max_pairs,
+        shuffle=args.shuffle,
+    )
+    for outcome in outcomes:
+        if not args.quiet or not outcome.passed or outcome.skipped:
+            print(outcome.line(), file=sys.stderr)
+    failed = [outcome.name for outcome in outcomes if not outcome.passed]
+    if failed:
+        print(f"spsa-bench: validation gate failed for {', '.join(failed)}", file=sys.stderr)
+        return 1
+    return 0

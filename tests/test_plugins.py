@@ -1,0 +1,138 @@
+"""Optimizer plugins: rows from the entry-point group ``spsa_bench.optimizers``.
+
+The entry points here are stand-ins with the interface of
+``importlib.metadata.EntryPoint`` (name, value, dist, load); the real example
+package is installed and run end to end in tests/test_plugin_package.py.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from types import SimpleNamespace
+
+import pytest
+
+from spsa_bench.config.loader import load_config
+from spsa_bench.config.schema import build_schema
+from spsa_bench.optimizers import REGISTRY, OptimizerSpec, build
+from spsa_bench.optimizers import registry as registry_module
+from spsa_bench.optimizers.base import hyperparameter
+from spsa_bench.optimizers.spsa import SpsaHyper, build_spsa
+
+
+@dataclass(frozen=True)
+class ToyHyper(SpsaHyper):
+    boost: float = hyperparameter(1.0, "a knob only the toy has", minimum=0.0)
+
+
+def toy_build(view, hyper):
+    return build_spsa(view, hyper)
+
+
+def toy_row():
+    return OptimizerSpec("toy", "spsa", "a toy plugin optimizer", ToyHyper, toy_build)
+
+
+class FakeEntry:
+    def __init__(self, name, factory, dist="toy-dist"):
+        self.name = name
+        self.value = f"toy_module:{name}"
+        self.dist = SimpleNamespace(name=dist)
+        self._factory = factory
+
+    def load(self):
+        if isinstance(self._factory, Exception):
+            raise self._factory
+        return self._factory
+
+
+def _registry(monkeypatch, *entries):
+    monkeypatch.setattr(registry_module, "entry_points", lambda group: list(entries))
+    return registry_module.Registry(REGISTRY.built_ins())
+
+
+def test_a_plugin_row_joins_the_table_with_its_distribution(monkeypatch, capsys):
+    table = _registry(monkeypatch, FakeEntry("toy", toy_row))
+    assert list(table)[-1] == "toy" and len(table) == len(REGISTRY.built_ins()) + 1
+    assert table["toy"].distribution == "toy-dist" and table["toy"].micro is None
+    assert set(table.plugins()) == {"toy"}
+    assert table["spsa"] is REGISTRY.built_ins()["spsa"]
+    assert capsys.readouterr().err == ""
+
+
+def test_plugins_are_loaded_once_and_only_when_the_table_is_read(monkeypatch):
+    calls = []
+
+    def factory():
+        calls.append(1)
+        return toy_row()
+
+    table = _registry(monkeypatch, FakeEntry("toy", factory))
+    assert calls == []
+    assert "toy" in table and table["toy"].kind == "toy" and len(table) == 11
+    assert calls == [1]
+
+
+@pytest.mark.parametrize(
+    ("entry", "needle"),
+    [
+        (FakeEntry("broken", ImportError("no module named toy_module")), "ImportError"),
+        (FakeEntry("raises", lambda: 1 / 0), "ZeroDivisionError"),
+        (FakeEntry("not-a-row", lambda: {"kind": "toy"}), "not an OptimizerSpec"),
+        (
+            FakeEntry("no-doc", lambda: dataclasses.replace(toy_row(), hyper=SimpleNamespace)),
+            "hyper is not a dataclass",
+        ),
+        (
+            FakeEntry("clash", lambda: dataclasses.replace(toy_row(), kind="spsa")),
+            "kind 'spsa' is already registered",
+        ),
+    ],
+)
+def test_a_bad_plugin_is_skipped_with_one_line_naming_it(monkeypatch, capsys, entry, needle):
+    table = _registry(monkeypatch, entry, FakeEntry("toy", toy_row))
+    assert list(table.plugins()) == ["toy"]  # the good plugin still loads
+    assert table["spsa"] is REGISTRY.built_ins()["spsa"]
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1, lines
+    assert f"optimizer plugin {entry.name!r}" in lines[0] and needle in lines[0]
+    assert "toy-dist" in lines[0] and "Traceback" not in lines[0]
+
+
+def test_a_config_naming_a_plugin_kind_loads_and_builds(monkeypatch, tmp_path, default_config_path):
+    """The loader validates with the schema built from the table, plugins included;
+    the packaged schema (built-ins only) does not know the kind."""
+    rows = {**REGISTRY.built_ins(), "toy": dataclasses.replace(toy_row(), distribution="toy")}
+    monkeypatch.setattr(REGISTRY, "_rows", rows)
+    text = default_config_path.read_text().replace(
+        "optimizers:\n", "optimizers:\n  toy: {boost: 2.5}\n  toy-b: {kind: toy, r_end: 0.01}\n"
+    )
+    path = tmp_path / "config.yaml"
+    path.write_text(text)
+    config = load_config(path)
+    assert config.optimizers["toy"].hyper == ToyHyper(boost=2.5)
+    assert config.optimizers["toy-b"].kind == "toy"
+    assert "toy" in build_schema()["properties"]["optimizers"]["properties"]
+    packaged = build_schema(REGISTRY.built_ins())["properties"]["optimizers"]
+    assert "toy" not in packaged["properties"]
+    assert "toy" not in packaged["additionalProperties"]["properties"]["kind"]["enum"]
+    bad = text.replace("toy: {boost: 2.5}", "toy: {boost: -1.0}")
+    path.write_text(bad)
+    with pytest.raises(ValueError, match="boost"):
+        load_config(path)
+    assert build("toy", _view(), ToyHyper()).name == "toy"
+
+
+def _view():
+    import numpy as np
+
+    from spsa_bench.model.developer import DeveloperView
+
+    return DeveloperView(
+        theta_start=np.array([900.0, 1100.0]),
+        theta_min=np.zeros(2),
+        theta_max=np.full(2, 2000.0),
+        c_dev=np.full(2, 10.0),
+        num_pairs=1000,
+    )
