@@ -24,7 +24,7 @@ from matplotlib.colors import SymLogNorm  # noqa: E402
 
 from spsa_bench.analysis.tables import hits_to_targets  # noqa: E402
 from spsa_bench.optimizers import REGISTRY  # noqa: E402
-from spsa_bench.results.runfiles import atomic_write
+from spsa_bench.results.atomic import atomic_write
 
 #: Colours of the optimizer kinds, in registry order (tab10); other arm names
 #: get colours from the "dark" palette in order of appearance.

@@ -52,7 +52,7 @@ def _add_config(parser: argparse.ArgumentParser) -> None:
 
 def cmd_simulate(args: argparse.Namespace) -> int:
     from spsa_bench.engine.simulate import simulate
-    from spsa_bench.results.runfiles import write_atomic
+    from spsa_bench.results.atomic import write_atomic
 
     config = load_config(args.config)
     seeds = parse_seed_range(args.seeds) if args.seeds else config.seed_range()
@@ -184,7 +184,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 def cmd_schedule(args: argparse.Namespace) -> int:
     from spsa_bench.engine.simulate import make_schedule
-    from spsa_bench.results.runfiles import schedule_dataset, write_atomic
+    from spsa_bench.results.atomic import write_atomic
+    from spsa_bench.results.datasets import schedule_dataset
 
     config = load_config(args.config)
     mode = config.batch_mode(args.batch_mode)

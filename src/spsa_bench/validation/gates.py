@@ -32,7 +32,7 @@ import numpy as np
 from spsa_bench.model.developer import DeveloperView
 from spsa_bench.optimizers import Optimizer, Report, build, get_spec, hyper_from_dict
 from spsa_bench.reference.micro import MicroReport, run_micro
-from spsa_bench.results.runfiles import atomic_write
+from spsa_bench.results.atomic import atomic_write
 
 PATHS = ("macro", "micro_const_mean", "micro_real")
 SIZE_LAWS = ("uniform", "pow2", "fixed")
