@@ -1,4 +1,7 @@
-"""The benchmark figures (seaborn on matplotlib's Agg backend).
+"""The benchmark figures (seaborn on matplotlib).
+
+Importing this module leaves the caller's matplotlib backend alone: the workflow's
+figure script selects Agg before importing it, a notebook keeps its own backend.
 
 Every function returns a :class:`matplotlib.figure.Figure`; :func:`save`
 writes it as PNG and SVG. One colour per optimizer arm across every figure
@@ -9,10 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-
-import matplotlib
-
-matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
 import matplotlib.ticker as mticker  # noqa: E402
