@@ -64,6 +64,7 @@ def job_counts(output: str) -> dict[str, int]:
     return counts
 
 
+@pytest.mark.slow
 def test_lint_has_no_findings(env):
     result = snakemake(env, "--lint")
     text = result.stdout + result.stderr
@@ -91,6 +92,7 @@ def test_schema_is_the_package_schema():
     )
 
 
+@pytest.mark.slow
 def test_semantic_config_error_is_one_clear_line(env, tmp_path):
     result = snakemake(
         env,
@@ -112,6 +114,7 @@ def test_semantic_config_error_is_one_clear_line(env, tmp_path):
     assert not (tmp_path / "results").exists()  # stopped before any job ran
 
 
+@pytest.mark.slow
 def test_full_grid_and_nested_overrides(env, tmp_path):
     """The default config expands to 10 x 3 x 4 cells; a nested --config override re-chunks the seeds."""
     common = [
@@ -131,6 +134,7 @@ def test_full_grid_and_nested_overrides(env, tmp_path):
     assert "results/runs/async-fixed/mixed/ademamix/seeds-50-99.nc" in result.stdout + result.stderr
 
 
+@pytest.mark.slow
 def test_a_configfile_replaces_the_default_config_without_any_flag(env, tmp_path):
     """From a directory that has config/config.yaml (the repository root, say), a
     --configfile is the whole configuration. Jobs submitted to a cluster are started
@@ -236,6 +240,7 @@ def test_tiny_benchmark_end_to_end(env, tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_a_copy_of_the_workflow_reads_its_own_config(env, tmp_path):
     """The catalog layout: a copy of the workflow whose config/config.yaml is the tiny one."""
     copy = tmp_path / "repo"
