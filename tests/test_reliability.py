@@ -21,7 +21,6 @@ import copy
 import dataclasses
 import json
 import math
-import os
 import re
 import subprocess
 import sys
@@ -383,18 +382,6 @@ def test_the_console_script_exits_non_zero_with_one_line(tmp_path):
 
 
 # ------------------------------------------------------------------ the same through Snakemake
-
-
-@pytest.fixture(scope="module")
-def snakemake_env(tmp_path_factory):
-    """PATH with a stub ``scontrol`` first (see tests/test_workflow.py) and this venv."""
-    stub_dir = tmp_path_factory.mktemp("stub-bin")
-    stub = stub_dir / "scontrol"
-    stub.write_text("#!/bin/sh\nexit 1\n")
-    stub.chmod(0o755)
-    env = dict(os.environ)
-    env["PATH"] = os.pathsep.join([str(stub_dir), str(BIN), env.get("PATH", "")])
-    return env
 
 
 @pytest.mark.slow

@@ -52,18 +52,6 @@ def seeds(per_job: int) -> str:
 
 
 @pytest.fixture(scope="module")
-def snakemake_env(tmp_path_factory):
-    """PATH with a stub ``scontrol`` first (see tests/test_workflow.py) and this venv."""
-    stub_dir = tmp_path_factory.mktemp("stub-bin")
-    stub = stub_dir / "scontrol"
-    stub.write_text("#!/bin/sh\nexit 1\n")
-    stub.chmod(0o755)
-    env = dict(os.environ)
-    env["PATH"] = os.pathsep.join([str(stub_dir), str(BIN), env.get("PATH", "")])
-    return env
-
-
-@pytest.fixture(scope="module")
 def small_config(tmp_path_factory) -> Path:
     raw = yaml.safe_load(TINY.read_text())
     raw["num_pairs"] = 600

@@ -26,14 +26,8 @@ BIN = Path(sys.executable).parent
 
 
 @pytest.fixture(scope="session")
-def env(tmp_path_factory):
-    stub_dir = tmp_path_factory.mktemp("stub-bin")
-    stub = stub_dir / "scontrol"
-    stub.write_text("#!/bin/sh\nexit 1\n")
-    stub.chmod(0o755)
-    environment = dict(os.environ)
-    environment["PATH"] = os.pathsep.join([str(stub_dir), str(BIN), environment.get("PATH", "")])
-    return environment
+def env(snakemake_env):
+    return snakemake_env
 
 
 def snakemake(env, *args, cwd=REPO, check=True, timeout=300):
