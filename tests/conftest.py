@@ -1,3 +1,4 @@
+import os
 import sys
 from pathlib import Path
 
@@ -28,6 +29,20 @@ def small_config_dict(num_pairs: int = 2000) -> dict:
     # spsa-cwd left the default grid (lambda_cwd 0 equals spsa); the tests keep a decaying arm
     raw["optimizers"]["spsa-cwd"] = {"lambda_cwd": 0.5}
     return raw
+
+
+@pytest.fixture(scope="session")
+def snakemake_env(tmp_path_factory) -> dict[str, str]:
+    """The environment for Snakemake subprocesses: a stub ``scontrol`` first on PATH
+    (see tests/test_workflow.py), then this venv's executables."""
+    stub_dir = tmp_path_factory.mktemp("stub-bin")
+    stub = stub_dir / "scontrol"
+    stub.write_text("#!/bin/sh\nexit 1\n")
+    stub.chmod(0o755)
+    env = dict(os.environ)
+    bin_dir = Path(sys.executable).parent
+    env["PATH"] = os.pathsep.join([str(stub_dir), str(bin_dir), env.get("PATH", "")])
+    return env
 
 
 sys.path.insert(0, str(Path(__file__).parent))

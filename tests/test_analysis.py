@@ -328,8 +328,8 @@ def test_schedule_round_trip(tmp_path, small_config):
 def test_combine_aligns_worker_pools_of_different_sizes(tmp_path, small_config):
     """io.combine_runs pads the 1-worker synchronous pool to the asynchronous pool size with NaN."""
     from spsa_bench.engine.simulate import simulate
+    from spsa_bench.results.atomic import write_atomic
     from spsa_bench.results.combine import combine_benchmark
-    from spsa_bench.results.runfiles import write_atomic
 
     paths = []
     for mode in ("async-fixed", "sync"):

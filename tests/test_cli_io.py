@@ -10,7 +10,8 @@ import yaml
 from conftest import small_config_dict
 
 from spsa_bench.cli.main import main
-from spsa_bench.results.runfiles import combine_runs, open_run
+from spsa_bench.results.combine import combine_runs
+from spsa_bench.results.datasets import open_run
 
 
 @pytest.fixture(scope="module")
@@ -160,7 +161,7 @@ def test_list_shows_the_config(small_config, capsys):
 
 
 def test_atomic_write_leaves_nothing_on_failure_and_ordinary_permissions(tmp_path):
-    from spsa_bench.results.runfiles import atomic_write
+    from spsa_bench.results.atomic import atomic_write
 
     target = tmp_path / "out" / "table.csv"
 

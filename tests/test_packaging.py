@@ -26,3 +26,42 @@ def test_environment_yml_lists_the_same_packages_as_pyproject(repo_root):
         "only in pyproject": wanted - listed,
         "only in environment.yml": listed - wanted,
     }
+
+
+def _run_python(code: str) -> str:
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
+    return done.stdout.strip()
+
+
+def test_the_core_imports_neither_snakemake_nor_matplotlib():
+    """Every module but the figure modules imports without the workflow engine or plotting."""
+    code = """
+import importlib, pkgutil, sys
+import spsa_bench
+names = [m.name for m in pkgutil.walk_packages(spsa_bench.__path__, "spsa_bench.")]
+# __main__ runs the CLI; the figure modules of analysis/ are where plotting lives
+plotting = {"figures", "validation_figure", "noise_figure"}
+skip = {"spsa_bench.__main__"} | {f"spsa_bench.analysis.{name}" for name in plotting}
+core = [n for n in names if n not in skip]
+for name in core:
+    importlib.import_module(name)
+heavy = sorted({m.split(".")[0] for m in sys.modules} & {"snakemake", "matplotlib", "seaborn"})
+print(len(core), "heavy:" + ",".join(heavy))
+"""
+    count, heavy = _run_python(code).split()
+    assert int(count) > 20 and heavy == "heavy:"
+
+
+def test_importing_the_figures_keeps_the_callers_backend():
+    code = """
+import matplotlib
+matplotlib.use("svg")
+import spsa_bench.analysis.figures
+print(matplotlib.get_backend())
+"""
+    assert _run_python(code) == "svg"

@@ -23,7 +23,7 @@ def test_public_names_are_the_package_functions():
     from spsa_bench.config.loader import load_config
     from spsa_bench.engine.simulate import simulate
     from spsa_bench.optimizers import REGISTRY, build
-    from spsa_bench.results.runfiles import combine_runs
+    from spsa_bench.results.combine import combine_runs
 
     assert spsa_bench.load_config is load_config and spsa_bench.simulate is simulate
     assert spsa_bench.combine_runs is combine_runs

@@ -6,7 +6,7 @@
   with a non-zero status and one message line naming the key and the value, and
   write nothing under ``results/``.
 * Truncated or foreign NetCDF files given to the aggregation fail naming the file.
-* ``io.write_atomic``: a failure inside the write leaves neither the final file
+* ``write_atomic``: a failure inside the write leaves neither the final file
   nor a temporary one; a temporary file left by a killed write is cleared.
 * Numerical guards through a whole ``simulate``: Elo differences far beyond the
   noise model's ±599 clip, and a NaN state that stops the run naming optimizer,
@@ -21,7 +21,6 @@ import copy
 import dataclasses
 import json
 import math
-import os
 import re
 import subprocess
 import sys
@@ -43,7 +42,9 @@ from spsa_bench.engine.simulate import make_problem
 from spsa_bench.model.developer import DeveloperView
 from spsa_bench.optimizers import REGISTRY, hyper_from_dict
 from spsa_bench.optimizers.base import Report
-from spsa_bench.results import runfiles as io
+from spsa_bench.results.atomic import write_atomic
+from spsa_bench.results.combine import combine_runs
+from spsa_bench.results.datasets import open_run
 
 REPO = Path(__file__).resolve().parents[1]
 TINY = REPO / ".test" / "config" / "config.yaml"
@@ -383,18 +384,6 @@ def test_the_console_script_exits_non_zero_with_one_line(tmp_path):
 # ------------------------------------------------------------------ the same through Snakemake
 
 
-@pytest.fixture(scope="module")
-def snakemake_env(tmp_path_factory):
-    """PATH with a stub ``scontrol`` first (see tests/test_workflow.py) and this venv."""
-    stub_dir = tmp_path_factory.mktemp("stub-bin")
-    stub = stub_dir / "scontrol"
-    stub.write_text("#!/bin/sh\nexit 1\n")
-    stub.chmod(0o755)
-    env = dict(os.environ)
-    env["PATH"] = os.pathsep.join([str(stub_dir), str(BIN), env.get("PATH", "")])
-    return env
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("case", WORKFLOW_BAD, ids=[case.id for case in WORKFLOW_BAD])
 def test_workflow_refuses_bad_config_with_one_line_and_writes_nothing(
@@ -478,7 +467,7 @@ def test_aggregation_names_the_unreadable_file(kind, run_file, tmp_path):
     bad = tmp_path / "runs" / f"seeds-{kind}.nc"
     bad.parent.mkdir()
     BROKEN[kind](run_file, bad)
-    for step in (io.open_run, lambda path: io.combine_runs([run_file, path])):
+    for step in (open_run, lambda path: combine_runs([run_file, path])):
         with pytest.raises(ValueError) as info:
             step(bad)
         message = str(info.value)
@@ -490,7 +479,7 @@ def test_aggregation_names_the_unreadable_file(kind, run_file, tmp_path):
 
 
 def test_a_failed_netcdf_write_leaves_no_file_and_no_temporary(run_file, tmp_path, monkeypatch):
-    ds = io.open_run(run_file)
+    ds = open_run(run_file)
     target = tmp_path / "results" / "runs" / "seeds-0-1.nc"
     real = xr.Dataset.to_netcdf
 
@@ -502,16 +491,16 @@ def test_a_failed_netcdf_write_leaves_no_file_and_no_temporary(run_file, tmp_pat
 
     monkeypatch.setattr(xr.Dataset, "to_netcdf", fails_half_way)
     with pytest.raises(OSError, match="No space left"):
-        io.write_atomic(ds, target)
+        write_atomic(ds, target)
     assert list(target.parent.iterdir()) == []
 
     # an earlier, complete file under the final name survives a failed rewrite untouched
     monkeypatch.setattr(xr.Dataset, "to_netcdf", real)
-    io.write_atomic(ds, target)
+    write_atomic(ds, target)
     before = target.read_bytes()
     monkeypatch.setattr(xr.Dataset, "to_netcdf", fails_half_way)
     with pytest.raises(OSError):
-        io.write_atomic(ds, target)
+        write_atomic(ds, target)
     assert target.read_bytes() == before
     assert [p.name for p in target.parent.iterdir()] == [target.name]
 
@@ -523,9 +512,9 @@ def test_a_temporary_file_left_by_a_killed_write_is_cleared(run_file, tmp_path):
     leftover.write_bytes(b"\x89HDF partial")
     other = tmp_path / ".seeds-2-3.nc.k1ll3d.tmp.nc"  # another file's: not ours to remove
     other.write_bytes(b"partial")
-    io.write_atomic(io.open_run(run_file), target)
+    write_atomic(open_run(run_file), target)
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([target.name, other.name])
-    assert io.open_run(target).sizes["seed"] == 2
+    assert open_run(target).sizes["seed"] == 2
 
 
 # ------------------------------------------------------------------ numerical guards
@@ -549,7 +538,7 @@ def test_elo_differences_far_beyond_the_clip_through_a_whole_simulate(tmp_path):
             output = tmp_path / f"{kind}-{mode}.nc"
             argv = simulate_argv(config, output, ("--optimizer", kind, "--batch-mode", mode))
             assert main(argv) == 0, (kind, mode)
-            ds = io.open_run(output)
+            ds = open_run(output)
             theta = ds["theta"].values
             assert np.isfinite(theta).all(), (kind, mode)
             assert (theta >= ds["theta_min"].values).all() and (

@@ -34,7 +34,8 @@ import yaml
 
 import spsa_bench
 from spsa_bench.config.loader import resolve
-from spsa_bench.results import runfiles as io
+from spsa_bench.results.datasets import open_run
+from spsa_bench.results.provenance import git_state
 
 pytestmark = pytest.mark.slow
 
@@ -48,18 +49,6 @@ N_RUN_FILES = {4: 6, 2: 12, 1: 24}  # per seeds.per_job: 3 arms x 2 modes x chun
 
 def seeds(per_job: int) -> str:
     return f"seeds={{first: 0, count: 4, per_job: {per_job}}}"
-
-
-@pytest.fixture(scope="module")
-def snakemake_env(tmp_path_factory):
-    """PATH with a stub ``scontrol`` first (see tests/test_workflow.py) and this venv."""
-    stub_dir = tmp_path_factory.mktemp("stub-bin")
-    stub = stub_dir / "scontrol"
-    stub.write_text("#!/bin/sh\nexit 1\n")
-    stub.chmod(0o755)
-    env = dict(os.environ)
-    env["PATH"] = os.pathsep.join([str(stub_dir), str(BIN), env.get("PATH", "")])
-    return env
 
 
 @pytest.fixture(scope="module")
@@ -177,14 +166,17 @@ def test_seed_chunks_of_any_size_give_the_same_benchmark(run, per_job):
 def test_every_file_carries_its_provenance(run, small_config):
     work = run(4, 2)
     files = netcdf_files(work)
-    revision = io.git_revision()
+    git = git_state()  # the files were written from this same source tree
     for name, path in files.items():
         with xr.open_dataset(path) as ds:
             attrs = ds.attrs
         assert attrs["spsa_bench_version"] == spsa_bench.__version__, name
         assert attrs["numpy_version"] == np.__version__, name
         assert attrs["xarray_version"] == xr.__version__, name
-        assert attrs["git_revision"] == revision and len(revision) == 40, name
+        assert len(git["git_revision"]) == 40, git
+        for key in ("git_revision", "git_dirty", "git_diff_sha256"):
+            assert attrs[key] == git[key], (name, key)
+        assert attrs["Conventions"] == "CF-1.11", name
         assert attrs["created"].startswith("20"), name
         assert isinstance(json.loads(attrs["config"]), dict), name
     # benchmark.nc records the whole resolved configuration of the run
@@ -265,7 +257,7 @@ def test_an_interrupted_run_resumes_to_identical_results(
     assert 0 < len([p for p in left if p.is_relative_to(runs)]) < N_RUN_FILES[2]
     for path in left:
         if path.is_relative_to(runs):
-            io.open_run(path)
+            open_run(path)
         else:
             xr.open_dataset(path).close()
     # ... and Snakemake's marks on the outputs of the jobs that were running

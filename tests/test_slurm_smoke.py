@@ -80,6 +80,7 @@ def _idle_slurm_node() -> str | None:
 
 
 @pytest.mark.slurm
+@pytest.mark.slow
 def test_tiny_workflow_runs_every_job_under_slurm(tmp_path: Path) -> None:
     reason = _idle_slurm_node()
     if reason is not None:

@@ -67,7 +67,7 @@ def test_spsa_block_equals_n_textbook_micro_steps(k0, n):
     np.testing.assert_allclose(macro, theta, rtol=1e-12)
 
 
-def test_classic_spsa_oversteps_block_by_gain_ratio():
+def test_classic_spsa_understeps_an_early_block_by_the_gain_ratio():
     dv = view(lo=-1e9, hi=1e9)
     spsa, block = build("spsa", dv), build("spsa-block", dv)
     k0, n = 10, 100

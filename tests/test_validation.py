@@ -115,7 +115,7 @@ def test_equal_with_clipping_at_report_boundaries(kind):
 # -- naive macros: the aggregation bias, sign and size ----------------------------------------
 
 
-def test_spsa_classic_oversteps_by_block_start_over_mean_gain():
+def test_spsa_classic_understeps_before_the_gain_peak_and_oversteps_after():
     sequence, view = _setup(n_reports=50)
     hyper = hyper_from_dict("spsa")
     paths = _paths("spsa", sequence, view, hyper)

@@ -26,14 +26,8 @@ BIN = Path(sys.executable).parent
 
 
 @pytest.fixture(scope="session")
-def env(tmp_path_factory):
-    stub_dir = tmp_path_factory.mktemp("stub-bin")
-    stub = stub_dir / "scontrol"
-    stub.write_text("#!/bin/sh\nexit 1\n")
-    stub.chmod(0o755)
-    environment = dict(os.environ)
-    environment["PATH"] = os.pathsep.join([str(stub_dir), str(BIN), environment.get("PATH", "")])
-    return environment
+def env(snakemake_env):
+    return snakemake_env
 
 
 def snakemake(env, *args, cwd=REPO, check=True, timeout=300):
@@ -64,6 +58,7 @@ def job_counts(output: str) -> dict[str, int]:
     return counts
 
 
+@pytest.mark.slow
 def test_lint_has_no_findings(env):
     result = snakemake(env, "--lint")
     text = result.stdout + result.stderr
@@ -91,6 +86,7 @@ def test_schema_is_the_package_schema():
     )
 
 
+@pytest.mark.slow
 def test_semantic_config_error_is_one_clear_line(env, tmp_path):
     result = snakemake(
         env,
@@ -112,6 +108,7 @@ def test_semantic_config_error_is_one_clear_line(env, tmp_path):
     assert not (tmp_path / "results").exists()  # stopped before any job ran
 
 
+@pytest.mark.slow
 def test_full_grid_and_nested_overrides(env, tmp_path):
     """The default config expands to 9 x 3 x 4 cells; a nested --config override re-chunks the seeds."""
     common = [
@@ -131,6 +128,7 @@ def test_full_grid_and_nested_overrides(env, tmp_path):
     assert "results/runs/async-fixed/mixed/ademamix/seeds-50-99.nc" in result.stdout + result.stderr
 
 
+@pytest.mark.slow
 def test_a_configfile_replaces_the_default_config_without_any_flag(env, tmp_path):
     """From a directory that has config/config.yaml (the repository root, say), a
     --configfile is the whole configuration. Jobs submitted to a cluster are started
@@ -236,6 +234,7 @@ def test_tiny_benchmark_end_to_end(env, tmp_path):
     assert "schedule" not in counts and "async_figures" not in counts
 
 
+@pytest.mark.slow
 def test_a_copy_of_the_workflow_reads_its_own_config(env, tmp_path):
     """The catalog layout: a copy of the workflow whose config/config.yaml is the tiny one."""
     copy = tmp_path / "repo"

@@ -30,7 +30,7 @@ except PackageNotFoundError:  # running from a source tree that is not installed
 _PUBLIC = {
     "load_config": "spsa_bench.config.loader",
     "simulate": "spsa_bench.engine.simulate",
-    "combine_runs": "spsa_bench.results.runfiles",
+    "combine_runs": "spsa_bench.results.combine",
     "REGISTRY": "spsa_bench.optimizers",
     "build": "spsa_bench.optimizers",
 }

@@ -9,14 +9,16 @@ sys.stderr = open(snakemake.log[0], "w", buffering=1)  # noqa: SIM115 - lives as
 sys.path.insert(0, str(Path(snakemake.scriptdir).parents[1] / "src"))
 
 from spsa_bench.config.loader import resolve  # noqa: E402
+from spsa_bench.results.atomic import write_atomic  # noqa: E402
 from spsa_bench.results.combine import combine_benchmark  # noqa: E402
-from spsa_bench.results.runfiles import write_atomic  # noqa: E402
+from spsa_bench.results.provenance import rule_command  # noqa: E402
 
 start = time.perf_counter()
 ds = combine_benchmark(
     snakemake.input.runs,
     order=snakemake.params.order,
     config_json=resolve(snakemake.config).to_json(),  # provenance: the whole benchmark's config
+    command=rule_command(snakemake.rule, {}),
 )
 write_atomic(ds, snakemake.output[0])
 print(

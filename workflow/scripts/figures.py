@@ -10,6 +10,10 @@ from pathlib import Path
 sys.stderr = open(snakemake.log[0], "w", buffering=1)  # noqa: SIM115 - lives as long as the job
 sys.path.insert(0, str(Path(snakemake.scriptdir).parents[1] / "src"))
 
+import matplotlib  # noqa: E402
+
+matplotlib.use("Agg")  # files only, no display: before anything imports pyplot
+
 import pandas as pd  # noqa: E402
 
 from spsa_bench.analysis import figures  # noqa: E402

@@ -14,13 +14,18 @@ sys.path.insert(0, str(Path(snakemake.scriptdir).parents[1] / "src"))
 from spsa_bench.config.loader import resolve  # noqa: E402
 from spsa_bench.dispatch.storage import write_schedule  # noqa: E402
 from spsa_bench.engine.simulate import make_schedule  # noqa: E402
+from spsa_bench.results.provenance import rule_command  # noqa: E402
 
 first, last = int(snakemake.wildcards.a), int(snakemake.wildcards.b)
 config = resolve(snakemake.config)
 mode = config.batch_mode(snakemake.wildcards.batch_mode)
 schedule = make_schedule(config, mode, range(first, last + 1))
 write_schedule(
-    schedule, snakemake.output[0], batch_mode=mode.name, settings_json=snakemake.params.settings
+    schedule,
+    snakemake.output[0],
+    batch_mode=mode.name,
+    settings_json=snakemake.params.settings,
+    command=rule_command(snakemake.rule, dict(snakemake.wildcards.items())),
 )
 print(
     f"schedule {mode.name} seeds {first}-{last}: {int(schedule.n_jobs.sum())} jobs", file=sys.stderr

@@ -17,7 +17,8 @@ from spsa_bench import workflow as grid  # noqa: E402
 from spsa_bench.config.loader import resolve  # noqa: E402
 from spsa_bench.dispatch.storage import read_schedule  # noqa: E402
 from spsa_bench.engine.simulate import simulate  # noqa: E402
-from spsa_bench.results.runfiles import write_atomic  # noqa: E402
+from spsa_bench.results.atomic import write_atomic  # noqa: E402
+from spsa_bench.results.provenance import history, rule_command  # noqa: E402
 
 start = time.perf_counter()
 w = snakemake.wildcards
@@ -33,6 +34,9 @@ ds = simulate(
     scenario=w.scenario,
     seeds=range(first, last + 1),
     schedule=schedule,
+)
+ds.attrs["history"] = history(
+    rule_command(snakemake.rule, dict(w.items())), when=ds.attrs["created"]
 )
 write_atomic(ds, snakemake.output.run)
 loss = ds["elo_loss"].isel(pairs=-1)

@@ -8,8 +8,8 @@ sys.stderr = open(snakemake.log[0], "w", buffering=1)  # noqa: SIM115 - lives as
 sys.path.insert(0, str(Path(snakemake.scriptdir).parents[1] / "src"))
 
 from spsa_bench.analysis import tables  # noqa: E402
+from spsa_bench.results.atomic import atomic_write  # noqa: E402
 from spsa_bench.results.combine import open_benchmark  # noqa: E402
-from spsa_bench.results.runfiles import atomic_write  # noqa: E402
 
 out, baseline, targets = snakemake.output, snakemake.params.baseline, snakemake.params.targets
 ds = open_benchmark(snakemake.input[0], ["elo_loss", *tables.SCHEDULE_VARIABLES])

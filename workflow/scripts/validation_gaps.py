@@ -9,7 +9,7 @@ sys.path.insert(0, str(Path(snakemake.scriptdir).parents[1] / "src"))
 
 import pandas as pd  # noqa: E402
 
-from spsa_bench.results.runfiles import atomic_write  # noqa: E402
+from spsa_bench.results.atomic import atomic_write  # noqa: E402
 
 table = pd.concat([pd.read_csv(path) for path in snakemake.input.gaps], ignore_index=True)
 atomic_write(snakemake.output[0], lambda tmp: table.to_csv(tmp, index=False))

@@ -1,4 +1,7 @@
-"""The benchmark figures (seaborn on matplotlib's Agg backend).
+"""The benchmark figures (seaborn on matplotlib).
+
+Importing this module leaves the caller's matplotlib backend alone: the workflow's
+figure script selects Agg before importing it, a notebook keeps its own backend.
 
 Every function returns a :class:`matplotlib.figure.Figure`; :func:`save`
 writes it as PNG and SVG. One colour per optimizer arm across every figure
@@ -11,10 +14,6 @@ import colorsys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-
 import matplotlib.pyplot as plt  # noqa: E402
 import matplotlib.ticker as mticker  # noqa: E402
 import numpy as np  # noqa: E402
@@ -25,7 +24,7 @@ from matplotlib.colors import SymLogNorm  # noqa: E402
 
 from spsa_bench.analysis.tables import hits_to_targets  # noqa: E402
 from spsa_bench.optimizers import REGISTRY  # noqa: E402
-from spsa_bench.results.runfiles import atomic_write
+from spsa_bench.results.atomic import atomic_write
 
 #: Colours of the built-in optimizer kinds, in registry order (tab10); every other arm
 #: name (plugin kinds, arms with their own names) gets the next unused colour of

@@ -23,7 +23,8 @@ def add_parser(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     from spsa_bench.config.loader import parse_seed_range
     from spsa_bench.engine.simulate import make_schedule
-    from spsa_bench.results.runfiles import schedule_dataset, write_atomic
+    from spsa_bench.results.atomic import write_atomic
+    from spsa_bench.results.datasets import schedule_dataset
 
     config = load(args)
     mode = config.batch_mode(args.batch_mode)

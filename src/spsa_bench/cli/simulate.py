@@ -29,7 +29,7 @@ def add_parser(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     from spsa_bench.config.loader import parse_seed_range
     from spsa_bench.engine.simulate import simulate
-    from spsa_bench.results.runfiles import write_atomic
+    from spsa_bench.results.atomic import write_atomic
 
     config = load(args)
     seeds = parse_seed_range(args.seeds) if args.seeds else config.seed_range()

@@ -3,7 +3,7 @@
 A schedule depends on the seeds and the batch mode only, never on the
 optimizer or the scenario (common random numbers), so the workflow builds it
 once per (asynchronous batch mode, seed chunk) and every simulate job of that
-chunk replays the same file. The file is :func:`spsa_bench.results.runfiles.schedule_dataset`
+chunk replays the same file. The file is :func:`spsa_bench.results.datasets.schedule_dataset`
 (per-job sizes, workers, times, staleness, plus the schedule KPIs) with the
 budget and worker count added as attributes, so it reads back exactly.
 """
@@ -17,7 +17,8 @@ import numpy as np
 import xarray as xr
 
 from spsa_bench.dispatch.schedule import Schedule
-from spsa_bench.results.runfiles import schedule_dataset, write_atomic
+from spsa_bench.results.atomic import write_atomic
+from spsa_bench.results.datasets import schedule_dataset
 
 #: Schedule fields stored as ``(seed, job)`` / ``(seed, event)`` variables of the same name.
 _JOB_FIELDS = (
@@ -32,9 +33,17 @@ _JOB_FIELDS = (
 
 
 def write_schedule(
-    schedule: Schedule, path: str | Path, *, batch_mode: str, settings_json: str
+    schedule: Schedule,
+    path: str | Path,
+    *,
+    batch_mode: str,
+    settings_json: str,
+    command: str | None = None,
 ) -> Path:
-    ds = schedule_dataset(schedule, batch_mode=batch_mode, config_json=settings_json)
+    """Write ``schedule`` to ``path`` atomically; ``command`` goes into the CF ``history``."""
+    ds = schedule_dataset(
+        schedule, batch_mode=batch_mode, config_json=settings_json, command=command
+    )
     ds.attrs["num_pairs"] = int(schedule.num_pairs)
     ds.attrs["num_workers"] = int(schedule.num_workers)
     return write_atomic(ds, path)

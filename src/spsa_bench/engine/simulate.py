@@ -14,7 +14,7 @@ from spsa_bench.dispatch import kpis
 from spsa_bench.dispatch.schedule import Schedule, sync_schedule
 from spsa_bench.engine.replay import RunResult, replay
 from spsa_bench.model.bowl import Problem, build_problem
-from spsa_bench.results.runfiles import run_dataset
+from spsa_bench.results.datasets import run_dataset
 
 
 def make_problem(config: Config, scenario: str) -> Problem:

@@ -1,30 +1,130 @@
-"""The combined benchmark dataset written to ``results/benchmark.nc``."""
+"""Combining run files: cells into one dataset, and ``results/benchmark.nc``.
+
+The combined dataset has dims optimizer, batch_mode, scenario, seed, pairs, param
+(and worker). Each run file's scalar arm coordinates (``kind`` and the
+hyperparameters) become coordinates along ``optimizer``; an arm whose kind lacks a
+hyperparameter gets :data:`NUMERIC_FILL` (NaN) there, or :data:`TEXT_FILL` for a
+hyperparameter that is not a number.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from numbers import Number
 from pathlib import Path
 
+import numpy as np
 import xarray as xr
 
-from spsa_bench.results.runfiles import combine_runs, provenance
+from spsa_bench.results.cf import conform
+from spsa_bench.results.datasets import CELL_DIMS, PARAM_COORDS, open_run
+from spsa_bench.results.provenance import provenance
 
-CELL_DIMS = ("optimizer", "batch_mode", "scenario")
+NUMERIC_FILL = np.nan
+TEXT_FILL = ""
+
+
+def _arm_names(ds: xr.Dataset) -> list[str]:
+    """The scalar coordinates of a run file that describe its arm (all but the cell labels)."""
+    return [name for name, coord in ds.coords.items() if coord.ndim == 0 and name not in CELL_DIMS]
+
+
+def _cell(parts: list[xr.Dataset], key: tuple[str, ...]) -> tuple[xr.Dataset, dict]:
+    """One cell's seed ranges concatenated along ``seed``, expanded to the cell dims.
+
+    Returns the cell without its arm coordinates, and those as ``{name: DataArray}``.
+    """
+    parts.sort(key=lambda d: int(d.seed.values[0]))
+    cell = xr.concat(
+        parts,
+        dim="seed",
+        data_vars="minimal",
+        coords="minimal",
+        compat="override",
+        combine_attrs="drop_conflicts",
+    )
+    cell = cell.reset_coords([name for name in PARAM_COORDS if name in cell.coords])
+    arm = {name: cell[name] for name in _arm_names(cell)}
+    cell = cell.drop_vars([*arm, *(d for d in CELL_DIMS if d in cell.variables)])
+    return cell.expand_dims({d: [v] for d, v in zip(CELL_DIMS, key, strict=True)}), arm
+
+
+def _arm_coords(arms: dict[str, dict[str, xr.DataArray]]) -> dict[str, tuple]:
+    """``{name: ("optimizer", values, attrs)}`` over the optimizers in ``arms``, gaps filled."""
+    names = sorted({name for arm in arms.values() for name in arm}, key=lambda n: (n != "kind", n))
+    coords = {}
+    for name in names:
+        present = [arm[name] for arm in arms.values() if name in arm]
+        values = [arm[name].item() if name in arm else None for arm in arms.values()]
+        numeric = all(isinstance(v, Number) for v in values if v is not None)
+        fill = NUMERIC_FILL if numeric else TEXT_FILL
+        filled = [fill if v is None else v if numeric else str(v) for v in values]
+        array = np.array(filled, dtype=np.float64 if numeric else object)
+        coords[name] = ("optimizer", array, dict(present[0].attrs))
+    return coords
+
+
+def combine_runs(paths: Iterable[str | Path]) -> xr.Dataset:
+    """Combine run files into one dataset with dims optimizer, batch_mode, scenario, seed, pairs, param.
+
+    Seed ranges of one cell are concatenated along ``seed``; cells are aligned
+    on the outer product of their labels (missing cells are NaN). Per-parameter
+    coordinates that differ between scenarios become data indexed by scenario.
+    """
+    by_cell: dict[tuple, list[xr.Dataset]] = {}
+    for path in paths:
+        ds = open_run(path)
+        key = tuple(str(ds[d].item()) for d in CELL_DIMS)
+        by_cell.setdefault(key, []).append(ds)
+    if not by_cell:
+        raise ValueError("no run files to combine")
+    cells, arms = [], {}
+    for key, parts in sorted(by_cell.items()):
+        cell, arms[key[0]] = _cell(parts, key)
+        cells.append(cell)
+    coords = _arm_coords(arms)
+    # Worker pools differ in size (sync: 1 worker): pad the worker KPIs with NaN.
+    n_workers = max(cell.sizes.get("worker", 0) for cell in cells)
+    cells = [
+        cell.pad(worker=(0, n_workers - cell.sizes["worker"])) if "worker" in cell.dims else cell
+        for cell in cells
+    ]
+    combined = xr.combine_by_coords(
+        cells, compat="no_conflicts", combine_attrs="drop_conflicts", data_vars="all", join="outer"
+    )
+    for name in PARAM_COORDS:
+        if name in combined:
+            reduced = combined[name]
+            for dim in ("optimizer", "batch_mode", "seed"):
+                if dim in reduced.dims and _constant_along(reduced, dim):
+                    reduced = reduced.isel({dim: 0}, drop=True)
+            combined[name] = reduced
+    labels = [str(v) for v in combined["optimizer"].values]
+    order = [list(arms).index(label) for label in labels]
+    return combined.assign_coords(
+        {name: (dim, values[order], attrs) for name, (dim, values, attrs) in coords.items()}
+    )
+
+
+def _constant_along(array: xr.DataArray, dim: str) -> bool:
+    first = array.isel({dim: 0})
+    return bool((array == first).all() | (array.isnull() & first.isnull()).all())
 
 
 def combine_benchmark(
     paths: Iterable[str | Path],
     order: Mapping[str, Sequence[str]] | None = None,
     config_json: str | None = None,
+    command: str | None = None,
 ) -> xr.Dataset:
     """All run files as one dataset, cell labels in ``order`` (the configuration's order).
 
     Dims: optimizer, batch_mode, scenario, seed, pairs, param and worker.
     Labels missing from ``order`` keep their (sorted) place after the ordered ones.
     Provenance attributes: ``config`` is ``config_json`` (the workflow passes its
-    resolved configuration; each run file keeps its own cell's), ``created`` is now,
-    and the package and library versions and git revision are those the run files
-    agree on, else the combining process's.
+    resolved configuration; each run file keeps its own cell's), ``created`` and
+    ``history`` are now and ``command``, and the package and library versions and
+    git state are those the run files agree on, else the combining process's.
     """
     ds = combine_runs(paths)
     for dim, wanted in (order or {}).items():
@@ -35,13 +135,14 @@ def combine_benchmark(
     ds.attrs["title"] = "spsa-bench benchmark: every run, combined"
     ds.attrs.pop("config", None)  # each run file keeps its own cell configuration
     ds.attrs.pop("optimizer_kind", None)
-    stamp = provenance(config_json or "")
-    for key in ("spsa_bench_version", "numpy_version", "xarray_version", "git_revision"):
+    stamp = provenance(config_json or "", command)
+    agreed = ("spsa_bench_version", "numpy_version", "xarray_version")
+    for key in (*agreed, "git_revision", "git_dirty", "git_diff_sha256"):
         ds.attrs.setdefault(key, stamp[key])
-    ds.attrs["created"] = stamp["created"]
+    ds.attrs["created"], ds.attrs["history"] = stamp["created"], stamp["history"]
     if config_json is not None:
         ds.attrs["config"] = config_json
-    return ds
+    return conform(ds)
 
 
 def open_benchmark(path: str | Path, variables: Sequence[str] | None = None) -> xr.Dataset:

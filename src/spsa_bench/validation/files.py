@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from spsa_bench.optimizers import OptimizerSpec
-from spsa_bench.results.runfiles import atomic_write
+from spsa_bench.results.atomic import atomic_write
 from spsa_bench.validation.gates import PATHS, Draw, ReportSequence, outcome_probabilities
 
 _SUFFIXES = {"netcdf": ".nc", "png": ".png", "svg": ".svg", "gaps": "_gaps.csv"}

@@ -1,0 +1,245 @@
+"""Run and schedule datasets: what one simulate job and one schedule job write.
+
+Data contract of one run file (one optimizer arm x batch mode x scenario x seed
+range): dims ``seed``, ``pairs`` (checkpoint grid of pairs consumed), ``param``
+(and ``worker`` for worker-pool KPIs); the data variables of :data:`RUN_VARIABLES`,
+the optimizer's state extras and per-seed KPIs; the per-parameter coordinates of
+:data:`PARAM_COORDS`; scalar coordinates ``optimizer``, ``batch_mode``, ``scenario``
+(the cell) and the arm's ``kind`` and hyperparameters (one scalar each, named as
+in the configuration). Attributes follow CF-1.11 (:mod:`spsa_bench.results.cf`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+import xarray as xr
+
+from spsa_bench.engine.replay import RunResult
+from spsa_bench.model.bowl import Problem, TrueBowl
+from spsa_bench.results.cf import cf_attrs, conform
+from spsa_bench.results.provenance import provenance
+
+CELL_DIMS = ("optimizer", "batch_mode", "scenario")
+THETA = "theta units"
+#: Per-parameter coordinates of a run file (fields of the problem's parameters) and their attributes.
+PARAM_COORDS = {
+    "param_group": {"long_name": "parameter group"},
+    "w_true": {"long_name": "true curvature weight"},
+    "w_dev": {"long_name": "developer's curvature weight"},
+    "miscalibration": {"long_name": "w_true / w_dev"},
+    "c_dev": {"long_name": "developer perturbation c_end", "units": THETA},
+    "theta_start": {"long_name": "start value", "units": THETA},
+    "theta_peak": {"long_name": "true optimum", "units": THETA},
+    "theta_min": {"long_name": "developer lower bound", "units": THETA},
+    "theta_max": {"long_name": "developer upper bound", "units": THETA},
+}
+
+
+class _Run(NamedTuple):
+    """What the variables of a run file are computed from."""
+
+    result: RunResult
+    bowl: TrueBowl
+    elo: np.ndarray  # (seed, pairs): true Elo of theta
+    seeds: np.ndarray
+
+
+def _distance_to_peak(run: _Run) -> np.ndarray:
+    """``||theta - theta_peak||_2`` over the active parameters, per (seed, pairs)."""
+    active = run.bowl.active
+    offset = run.result.theta[..., active] - run.bowl.theta_peak[active]
+    return np.sqrt(np.sum(offset**2, axis=-1))
+
+
+_Values = Callable[[_Run], np.ndarray]
+#: name -> (dims, long_name, units, values) of every data variable of a run file.
+RUN_VARIABLES: dict[str, tuple[tuple[str, ...], str, str, _Values]] = {
+    "theta": (("seed", "pairs", "param"), "exported parameters", THETA, lambda r: r.result.theta),
+    "elo": (("seed", "pairs"), "true Elo of theta", "Elo", lambda r: r.elo),
+    "elo_loss": (
+        ("seed", "pairs"),
+        "peak_elo - Elo(theta)",
+        "Elo",
+        lambda r: r.bowl.peak_elo - r.elo,
+    ),
+    "dist_to_target": (
+        ("seed", "pairs"),
+        "L2 distance of theta to theta_peak over active parameters",
+        THETA,
+        _distance_to_peak,
+    ),
+    "final_elo": (("seed",), "true Elo after the whole budget", "Elo", lambda r: r.elo[:, -1]),
+    "avg_step_size_last_100": (
+        ("seed",),
+        "mean L2 step of theta over the last 100 updates",
+        THETA,
+        lambda r: r.result.avg_step_size_last_100,
+    ),
+    "total_pairs": (("seed",), "pairs consumed", "pairs", lambda r: r.result.total_pairs),
+    "n_updates": (
+        ("seed",),
+        "reports applied (optimizer updates)",
+        "1",
+        lambda r: r.result.n_updates,
+    ),
+}
+#: name -> (dims, long_name, units, values) of the dimension coordinates of a run file.
+RUN_AXES: dict[str, tuple[tuple[str, ...], str, str | None, _Values]] = {
+    "seed": (("seed",), "seed", None, lambda r: np.asarray(r.seeds, dtype=np.int64)),
+    "pairs": (("pairs",), "game pairs consumed", "pairs", lambda r: r.result.pairs_grid),
+    "param": (("param",), "parameter index", None, lambda r: np.arange(r.result.theta.shape[-1])),
+}
+
+
+def _param_values(params, name: str) -> np.ndarray:
+    """A per-parameter field of the problem; the group labels as an object (string) array."""
+    values = getattr(params, name)
+    return np.array(values, dtype=object) if name == "param_group" else values
+
+
+def _variable(dims: tuple[str, ...], values, long_name: str, units: str | None = None) -> tuple:
+    attrs = {"long_name": long_name} if units is None else {"long_name": long_name, "units": units}
+    return dims, values, cf_attrs(attrs)
+
+
+def arm_coords(config_json: str, optimizer: str, kind: str) -> dict[str, tuple]:
+    """Scalar coordinates ``kind`` and one per hyperparameter of arm ``optimizer``.
+
+    The hyperparameters are the arm's entry of the resolved configuration (every
+    hyperparameter of its kind, defaults filled in); booleans are stored as 0/1.
+    """
+    hyper = dict(json.loads(config_json).get("optimizers", {}).get(optimizer, {}))
+    hyper.pop("kind", None)
+    coords = {"kind": ((), kind, {"long_name": "optimizer kind of the arm"})}
+    for name, value in sorted(hyper.items()):
+        value = int(value) if isinstance(value, bool) else value
+        coords[name] = ((), value, {"long_name": f"hyperparameter {name} of the optimizer arm"})
+    return coords
+
+
+def run_dataset(
+    result: RunResult,
+    problem: Problem,
+    *,
+    seeds: np.ndarray,
+    optimizer: str,
+    optimizer_kind: str,
+    batch_mode: str,
+    scenario: str,
+    config_json: str,
+    kpis: dict | None = None,
+    kpi_attrs: dict | None = None,
+) -> xr.Dataset:
+    """The dataset of one run, following the data contract of this module."""
+    bowl, params = problem.bowl, problem.params
+    run = _Run(result, bowl, bowl.elo(result.theta), seeds)
+    data_vars = {
+        name: _variable(dims, values(run), long_name, units)
+        for name, (dims, long_name, units, values) in RUN_VARIABLES.items()
+    }
+    data_vars |= {
+        name: _variable(("seed", "pairs", "param"), value, f"optimizer state {name}", THETA)
+        for name, value in result.extras.items()
+    }
+    data_vars |= {
+        name: (dims, values, cf_attrs((kpi_attrs or {}).get(name, {})))
+        for name, (dims, values) in (kpis or {}).items()
+    }
+    coords = {
+        name: _variable(dims, values(run), long_name, units)
+        for name, (dims, long_name, units, values) in RUN_AXES.items()
+    }
+    coords |= {
+        name: ("param", _param_values(params, name), cf_attrs(attrs))
+        for name, attrs in PARAM_COORDS.items()
+    }
+    cell = {"optimizer": optimizer, "batch_mode": batch_mode, "scenario": scenario}
+    coords |= {
+        name: ((), label, {"long_name": name.replace("_", " ")}) for name, label in cell.items()
+    }
+    coords["optimizer"][2].update(long_name="optimizer arm", kind=optimizer_kind)
+    arm = arm_coords(config_json, optimizer, optimizer_kind)
+    clash = sorted(set(arm) & (set(data_vars) | set(coords)))
+    if clash:
+        raise ValueError(f"hyperparameters of {optimizer!r} clash with run variables: {clash}")
+    attrs = {
+        "title": f"spsa-bench run: {optimizer} / {batch_mode} / {scenario}",
+        "optimizer_kind": optimizer_kind,
+        "peak_elo": bowl.peak_elo,
+        "start_elo": bowl.start_elo,
+        "k_elo": bowl.k_elo,
+        **provenance(config_json),
+    }
+    return conform(xr.Dataset(data_vars, coords | arm, attrs))
+
+
+def schedule_dataset(
+    schedule, *, batch_mode: str, config_json: str, command: str | None = None
+) -> xr.Dataset:
+    """A schedule as a dataset: one row per job (dispatch order) and per arrival, plus its KPIs."""
+    from spsa_bench.dispatch import kpis
+
+    job_vars = {
+        "job_pairs": (schedule.job_pairs, "pairs in the job (0 = padding)", "pairs"),
+        "job_offset": (
+            schedule.job_offset,
+            "pairs dispatched before the job (its first pair in the match stream)",
+            "pairs",
+        ),
+        "job_arrived_before": (
+            schedule.job_arrived_before,
+            "pairs arrived before the job's dispatch",
+            "pairs",
+        ),
+        "job_worker": (schedule.job_worker, "worker that ran the job (-1 = padding)", "1"),
+        "job_dispatch_time": (schedule.job_dispatch_time, "dispatch time", "s"),
+        "job_arrival_time": (schedule.job_arrival_time, "arrival time", "s"),
+        "staleness": (
+            schedule.staleness_pairs(),
+            "pairs arrived between the job's dispatch and its arrival",
+            "pairs",
+        ),
+    }
+    data_vars = {
+        name: _variable(("seed", "job"), values, long_name, units)
+        for name, (values, long_name, units) in job_vars.items()
+    }
+    data_vars["arrival_job"] = _variable(
+        ("seed", "event"), schedule.arrival_job, "job arriving at this event (-1 = padding)"
+    )
+    data_vars |= {
+        name: (dims, values, cf_attrs(kpis.KPI_ATTRS.get(name, {})))
+        for name, (dims, values) in kpis.schedule_kpis(schedule).items()
+    }
+    coords = {
+        "seed": _variable(("seed",), schedule.seeds, "seed"),
+        "job": _variable(("job",), np.arange(schedule.max_jobs), "job index in dispatch order"),
+        "event": _variable(
+            ("event",), np.arange(schedule.arrival_job.shape[1]), "arrival index in time order"
+        ),
+    }
+    attrs = {
+        "title": f"spsa-bench schedule: {batch_mode}",
+        "batch_mode": batch_mode,
+        **provenance(config_json, command),
+    }
+    return conform(xr.Dataset(data_vars, coords, attrs))
+
+
+def open_run(path: str | Path) -> xr.Dataset:
+    """Open one run file fully into memory, with a clear error naming the file."""
+    path = Path(path)
+    try:
+        with xr.open_dataset(path, engine="netcdf4") as ds:
+            loaded = ds.load()
+    except Exception as error:  # netCDF4 raises OSError/RuntimeError/ValueError variants
+        raise ValueError(f"{path}: not a readable spsa-bench NetCDF file ({error})") from None
+    missing = [v for v in ("theta", "elo_loss", *CELL_DIMS) if v not in loaded.variables]
+    if missing:
+        raise ValueError(f"{path}: not an spsa-bench run file (missing {', '.join(missing)})")
+    return loaded
