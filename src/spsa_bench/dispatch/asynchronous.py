@@ -631,6 +631,7 @@ def async_schedule(
         more = _jobs_missing(timelines, dispatched, size, num_pairs)
         if not more.any():
             break
+        del dispatched  # the next ordering replaces it: never hold both (peak memory)
         timelines.extend(more)
 
     rows = np.arange(seeds.shape[0])
