@@ -18,6 +18,14 @@ Conventions (all arrays are padded along the job axis to ``J = max n_jobs``):
 - ``job_arrived_before[s, j]`` is the pairs *arrived* before the job's
   dispatch (the Fishtest counter, spec errata 5);
 - ``arrival_job[s, e]`` is the job arriving ``e``-th, ``-1`` as padding.
+
+The arrival bookkeeping every other module needs lives here, once:
+:meth:`Schedule.by_arrival` (a per-job array in arrival order),
+:meth:`Schedule.arrival_pairs`, :meth:`Schedule.arrived_before_arrival`,
+:meth:`Schedule.staleness_pairs`, :meth:`Schedule.iter_local` (both counter
+conventions) and :func:`arrived_before_dispatch` (which the schedule builders
+use for ``job_arrived_before``). The literal references in
+:mod:`spsa_bench.reference` keep their own counters on purpose: they check it.
 """
 
 from __future__ import annotations
