@@ -6,7 +6,6 @@ import pytest
 from spsa_bench.dispatch.asynchronous import AsyncSettings, async_schedule
 from spsa_bench.dispatch.kpis import (
     KPI_ATTRS,
-    arrived_before_arrival,
     pair_weighted_median,
     row_quantiles,
     schedule_kpis,
@@ -50,7 +49,7 @@ def hand_schedule() -> Schedule:
 def test_hand_schedule_staleness_and_arrival_counters():
     schedule = hand_schedule()
     # pairs arrived before each job's arrival, worked out above
-    assert arrived_before_arrival(schedule).tolist() == [[0, 4, 2, 10], [5, 0, 4, 0]]
+    assert schedule.arrived_before_arrival().tolist() == [[0, 4, 2, 10], [5, 0, 4, 0]]
     # staleness = that minus the pairs arrived before dispatch; job 0 of seed B
     # arrives last (5 pairs arrived meanwhile) and seed B has a padding event
     assert schedule.staleness_pairs().tolist() == [[0, 4, 0, 6], [5, 0, 0, 0]]

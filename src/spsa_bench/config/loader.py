@@ -34,12 +34,6 @@ DEFAULTS: dict[str, Any] = {
     "baseline": "spsa",
     "targets": [0.5, 0.8, 0.9],
 }
-ASYNC_DEFAULTS = {
-    "concurrency": {"min": 1, "max": 64},
-    "speed": {"min": 0.5, "max": 2.0},
-    "tc_ratio": 1.0,
-    "game_duration": {"median": 180.0, "p95": 540.0},
-}
 
 
 class ConfigError(ValueError):
@@ -278,27 +272,6 @@ def _check_problem(name: str, scenario: dict, num_pairs: int) -> None:
             raise ConfigError(f"scenarios.{name}: {error}") from None
 
 
-def _check_async(where: str, mode: dict) -> None:
-    """The asynchronous settings' cross-field checks, naming the configuration's keys."""
-    low, high = mode["concurrency"]["min"], mode["concurrency"]["max"]
-    if low > high:
-        raise ConfigError(f"{where}.concurrency.min = {low}: larger than concurrency.max = {high}")
-    if 1 << (int(low) - 1).bit_length() > high:  # the smallest power of two >= low
-        raise ConfigError(
-            f"{where}.concurrency = {{min: {low}, max: {high}}}: no power of two in the range "
-            "(worker concurrencies are powers of two)"
-        )
-    if mode["speed"]["min"] > mode["speed"]["max"]:
-        raise ConfigError(
-            f"{where}.speed.min = {mode['speed']['min']}: larger than speed.max = {mode['speed']['max']}"
-        )
-    median, p95 = mode["game_duration"]["median"], mode["game_duration"]["p95"]
-    if p95 <= median:
-        raise ConfigError(
-            f"{where}.game_duration.p95 = {p95}: must be larger than game_duration.median = {median}"
-        )
-
-
 def _resolve_batch_mode(name: str, raw: dict, num_pairs: int) -> tuple[BatchMode, dict]:
     where = f"batch_modes.{name}"
     resolved = copy.deepcopy(raw)
@@ -316,26 +289,16 @@ def _resolve_batch_mode(name: str, raw: dict, num_pairs: int) -> tuple[BatchMode
                 f"{where}.{extra[0]}: not used by a synchronous (1 worker, fixed batch) mode"
             )
         return BatchMode(name, 1, "fixed", int(raw["batch_size"]), None), resolved
+    # AsyncSettings holds the defaults and the checks; its messages name the
+    # configuration keys, so only the batch mode's path is added here.
     from spsa_bench.dispatch.asynchronous import AsyncSettings
 
-    for key, value in ASYNC_DEFAULTS.items():
-        resolved.setdefault(key, copy.deepcopy(value))
-    _check_async(where, resolved)
+    for key, value in AsyncSettings.config_defaults().items():
+        resolved.setdefault(key, value)
     try:
-        settings = AsyncSettings(
-            num_workers=int(resolved["workers"]),
-            batch=resolved["batch"],
-            batch_size=int(resolved.get("batch_size", 1)),
-            concurrency_min=int(resolved["concurrency"]["min"]),
-            concurrency_max=int(resolved["concurrency"]["max"]),
-            speed_min=float(resolved["speed"]["min"]),
-            speed_max=float(resolved["speed"]["max"]),
-            tc_ratio=float(resolved["tc_ratio"]),
-            duration_median=float(resolved["game_duration"]["median"]),
-            duration_p95=float(resolved["game_duration"]["p95"]),
-        )
+        settings = AsyncSettings.from_config(resolved)
     except ValueError as error:
-        raise ConfigError(f"{where}: {error}") from None
+        raise ConfigError(f"{where}.{error}") from None
     mode = BatchMode(
         name, settings.num_workers, settings.batch, resolved.get("batch_size"), settings
     )

@@ -62,12 +62,12 @@ agree bit for bit, event by event.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 from scipy.special import ndtri
 
-from spsa_bench.dispatch.schedule import Schedule
+from spsa_bench.dispatch.schedule import Schedule, arrived_before_dispatch
 from spsa_bench.model import streams
 
 BATCH_MODES = ("fixed", "variable")
@@ -84,9 +84,102 @@ def _is_real(value) -> bool:
     return isinstance(value, int | float | np.integer | np.floating) and not isinstance(value, bool)
 
 
+def powers_of_two(low: int, high: int) -> np.ndarray:
+    """The powers of two in ``[low, high]``, ascending (the allowed worker concurrencies)."""
+    levels = []
+    power = 1
+    while power <= high:
+        if power >= low:
+            levels.append(power)
+        power *= 2
+    return np.array(levels, dtype=np.int64)
+
+
+#: Where each :class:`AsyncSettings` field sits in a batch mode of the configuration.
+CONFIG_KEYS = {
+    "num_workers": "workers",
+    "batch": "batch",
+    "batch_size": "batch_size",
+    "concurrency_min": "concurrency.min",
+    "concurrency_max": "concurrency.max",
+    "speed_min": "speed.min",
+    "speed_max": "speed.max",
+    "tc_ratio": "tc_ratio",
+    "duration_median": "game_duration.median",
+    "duration_p95": "game_duration.p95",
+}
+_INTEGER_FIELDS = ("num_workers", "batch_size", "concurrency_min", "concurrency_max")
+_POSITIVE_FIELDS = ("speed_min", "speed_max", "tc_ratio", "duration_median", "duration_p95")
+
+
+def _lookup(mapping: dict, dotted_key: str, default):
+    """``mapping["a"]["b"]`` for ``"a.b"``, or ``default`` where a level is missing."""
+    node = mapping
+    for part in dotted_key.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return default
+        node = node[part]
+    return node
+
+
+def _range_text(name: dict[str, str], low_field: str, high_field: str, low, high) -> str:
+    """Two bounds as written by the user: ``concurrency = {min: 5, max: 7}`` for keys
+    sharing a parent, else ``concurrency_min = 5, concurrency_max = 7``."""
+    low_parent, _, low_key = name[low_field].rpartition(".")
+    high_parent, _, high_key = name[high_field].rpartition(".")
+    if low_parent and low_parent == high_parent:
+        return f"{low_parent} = {{{low_key}: {low}, {high_key}: {high}}}"
+    return f"{name[low_field]} = {low}, {name[high_field]} = {high}"
+
+
+def check_async_settings(values: dict, name: dict[str, str]) -> None:
+    """Raise ``ValueError`` for the first invalid asynchronous setting.
+
+    ``values`` maps every :class:`AsyncSettings` field to its value as given
+    (not yet converted, so messages quote the user's numbers); ``name`` maps the
+    field to what the message calls it (the field itself, or :data:`CONFIG_KEYS`).
+    Every message starts with the offending name, so a caller may prefix a path.
+    Checks: integers >= 1, a known batch mode, finite positive reals, then
+    ``concurrency_min <= concurrency_max`` with a power of two between them,
+    ``speed_min <= speed_max`` and ``duration_p95 > duration_median``.
+    """
+    for field in _INTEGER_FIELDS:
+        if not _is_int(values[field]) or values[field] < 1:
+            raise ValueError(f"{name[field]} must be an integer >= 1, got {values[field]!r}")
+    if values["batch"] not in BATCH_MODES:
+        raise ValueError(f"{name['batch']} must be one of {BATCH_MODES}, got {values['batch']!r}")
+    for field in _POSITIVE_FIELDS:
+        value = values[field]
+        if not _is_real(value) or not math.isfinite(value) or value <= 0:
+            raise ValueError(f"{name[field]} must be a finite number > 0, got {value!r}")
+    for low_field, high_field in (
+        ("concurrency_min", "concurrency_max"),
+        ("speed_min", "speed_max"),
+    ):
+        low, high = values[low_field], values[high_field]
+        if low > high:
+            raise ValueError(f"{name[low_field]} = {low}: larger than {name[high_field]} = {high}")
+        if low_field == "concurrency_min" and not powers_of_two(low, high).size:
+            raise ValueError(
+                f"{_range_text(name, low_field, high_field, low, high)}: no power of two in the "
+                "range (worker concurrencies are powers of two)"
+            )
+    median, p95 = values["duration_median"], values["duration_p95"]
+    if p95 <= median:
+        raise ValueError(
+            f"{name['duration_p95']} = {p95}: must be larger than "
+            f"{name['duration_median']} = {median}"
+        )
+
+
 @dataclass(frozen=True)
 class AsyncSettings:
-    """Worker pool, batch mode and game-duration model of an asynchronous run."""
+    """Worker pool, batch mode and game-duration model of an asynchronous run.
+
+    The field defaults are the configuration's defaults too
+    (:meth:`config_defaults`), and :func:`check_async_settings` is the one
+    validation of both.
+    """
 
     num_workers: int = 20
     batch: str = "fixed"  # "fixed" or "variable"
@@ -100,45 +193,40 @@ class AsyncSettings:
     duration_p95: float = 540.0  # seconds
 
     def __post_init__(self) -> None:
-        for name in ("num_workers", "batch_size", "concurrency_min", "concurrency_max"):
-            value = getattr(self, name)
-            if not _is_int(value) or value < 1:
-                raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
-        if self.batch not in BATCH_MODES:
-            raise ValueError(f"batch must be one of {BATCH_MODES}, got {self.batch!r}")
-        for name in ("speed_min", "speed_max", "tc_ratio", "duration_median", "duration_p95"):
-            value = getattr(self, name)
-            if not _is_real(value) or not math.isfinite(value) or value <= 0:
-                raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
-        if self.concurrency_min > self.concurrency_max:
-            raise ValueError(
-                f"concurrency_min = {self.concurrency_min} is larger than "
-                f"concurrency_max = {self.concurrency_max}"
-            )
-        if not self.concurrency_levels().size:
-            raise ValueError(
-                f"no power of two in the concurrency range [concurrency_min = "
-                f"{self.concurrency_min}, concurrency_max = {self.concurrency_max}]"
-            )
-        if self.speed_min > self.speed_max:
-            raise ValueError(
-                f"speed_min = {self.speed_min} is larger than speed_max = {self.speed_max}"
-            )
-        if self.duration_p95 <= self.duration_median:
-            raise ValueError(
-                f"duration_p95 = {self.duration_p95} must be larger than "
-                f"duration_median = {self.duration_median}"
-            )
+        values = {field.name: getattr(self, field.name) for field in fields(self)}
+        check_async_settings(values, {field: field for field in values})
+
+    @classmethod
+    def config_defaults(cls) -> dict:
+        """Defaults of the optional batch-mode keys, nested as in the configuration
+        (``concurrency``, ``speed``, ``tc_ratio``, ``game_duration``)."""
+        out: dict = {}
+        for field in fields(cls):
+            key = CONFIG_KEYS[field.name]
+            if key in ("workers", "batch", "batch_size"):  # required, or mode-specific
+                continue
+            parent, _, child = key.rpartition(".")
+            (out.setdefault(parent, {}) if parent else out)[child] = field.default
+        return out
+
+    @classmethod
+    def from_config(cls, mode: dict) -> AsyncSettings:
+        """Settings from a batch mode of the configuration (defaults already filled in).
+
+        Errors name the configuration keys (``concurrency.min = 8: larger than
+        concurrency.max = 4``) and quote the values as written.
+        """
+        values = {
+            field.name: _lookup(mode, CONFIG_KEYS[field.name], field.default)
+            for field in fields(cls)
+        }
+        check_async_settings(values, CONFIG_KEYS)
+        converted = {field.name: type(field.default)(values[field.name]) for field in fields(cls)}
+        return cls(**converted)
 
     def concurrency_levels(self) -> np.ndarray:
         """The powers of two in ``[concurrency_min, concurrency_max]``, ascending."""
-        levels = []
-        power = 1
-        while power <= self.concurrency_max:
-            if power >= self.concurrency_min:
-                levels.append(power)
-            power *= 2
-        return np.array(levels, dtype=np.int64)
+        return powers_of_two(self.concurrency_min, self.concurrency_max)
 
     @property
     def duration_mu(self) -> float:
@@ -226,9 +314,17 @@ def greedy_makespan(durations: np.ndarray, lanes: int, method: str = "auto") -> 
         return durations.max(axis=1)
     if lanes == 1:  # one lane: the sum in game order (accumulate is sequential)
         return np.add.accumulate(durations, axis=1)[:, -1].copy()
-    rest = np.ascontiguousarray(durations[:, lanes:].T)  # (games after the first round, rows)
-    steps = rest.shape[0]
-    # measured costs (ns): per numpy call and element, per re-sort, per argmin step
+    block, sorted_cheaper = _makespan_plan(n_rows, n_games - lanes, lanes)
+    if method == "sorted" or (method == "auto" and sorted_cheaper):
+        return _makespan_sorted(durations, lanes, block)
+    return _makespan_argmin(durations, lanes)
+
+
+def _makespan_plan(n_rows: int, steps: int, lanes: int) -> tuple[int, bool]:
+    """The cheapest block for the sorted method, and whether it beats the argmin.
+
+    From measured costs (ns): per numpy call and element, per re-sort, per argmin step.
+    """
     call = 500 + 0.3 * n_rows
     setup = 3 * n_rows * lanes
 
@@ -238,23 +334,33 @@ def greedy_makespan(durations: np.ndarray, lanes: int, method: str = "auto") -> 
 
     block = min((b for b in {lanes, 8, 12, 16, 24, 32} if b <= lanes), key=cost_sorted)
     cost_argmin = steps * (2000 + n_rows * (30 + 0.25 * lanes))
-    if method == "sorted" or (method == "auto" and cost_sorted(block) < cost_argmin):
-        loads = np.ascontiguousarray(np.sort(durations[:, :lanes], axis=1).T)  # (lanes, rows)
-        carry = np.empty(n_rows)
-        for first in range(0, steps, block):
-            if first:
-                loads.sort(axis=0)
-            for game in rest[first : first + block]:
-                np.add(loads[0], game, out=carry)  # the least-loaded lane takes the game
-                for lane in range(1, block):  # re-insert it: shift smaller loads down
-                    np.minimum(loads[lane], carry, out=loads[lane - 1])
-                    np.maximum(loads[lane], carry, out=carry)
-                loads[block - 1] = carry
-        return loads.max(axis=0)
+    return block, cost_sorted(block) < cost_argmin
+
+
+def _makespan_sorted(durations: np.ndarray, lanes: int, block: int) -> np.ndarray:
+    """Greedy makespan keeping the ``block`` smallest lane loads sorted (see
+    :func:`greedy_makespan`); all lanes are re-sorted every ``block`` games."""
+    rest = np.ascontiguousarray(durations[:, lanes:].T)  # (games after the first round, rows)
+    loads = np.ascontiguousarray(np.sort(durations[:, :lanes], axis=1).T)  # (lanes, rows)
+    carry = np.empty(durations.shape[0])
+    for first in range(0, rest.shape[0], block):
+        if first:
+            loads.sort(axis=0)
+        for game in rest[first : first + block]:
+            np.add(loads[0], game, out=carry)  # the least-loaded lane takes the game
+            for lane in range(1, block):  # re-insert it: shift smaller loads down
+                np.minimum(loads[lane], carry, out=loads[lane - 1])
+                np.maximum(loads[lane], carry, out=carry)
+            loads[block - 1] = carry
+    return loads.max(axis=0)
+
+
+def _makespan_argmin(durations: np.ndarray, lanes: int) -> np.ndarray:
+    """Greedy makespan with a per-game argmin over the lanes (ties to the lowest lane)."""
     loads = durations[:, :lanes].copy()  # the first `lanes` games fill lanes 0..lanes-1
     flat = loads.reshape(-1)
-    base = np.arange(n_rows, dtype=np.intp) * lanes
-    for game in rest:
+    base = np.arange(durations.shape[0], dtype=np.intp) * lanes
+    for game in np.ascontiguousarray(durations[:, lanes:].T):
         target = loads.argmin(axis=1)
         target += base
         flat[target] += game
@@ -347,14 +453,156 @@ class _Timelines:
         return lognormal_durations_(out, self.settings)
 
 
-def _dispatch_order(keys: np.ndarray) -> np.ndarray:
-    """Argsort of each row of ``keys``, ties broken by column (worker-major layout)."""
+def _sort_rows(keys: np.ndarray, tiebreak: np.ndarray | None = None) -> np.ndarray:
+    """Argsort of each row of ``keys``; ties between finite keys go to the smaller
+    ``tiebreak`` (default: the smaller column). Infinite keys (padding) sort last."""
     order = np.argsort(keys, axis=1)
     ranked = np.take_along_axis(keys, order, axis=1)
-    finite = np.isfinite(ranked[:, 1:])
-    if np.any((ranked[:, 1:] == ranked[:, :-1]) & finite):
-        order = np.argsort(keys, axis=1, kind="stable")
+    if np.any((ranked[:, 1:] == ranked[:, :-1]) & np.isfinite(ranked[:, 1:])):
+        if tiebreak is None:
+            order = np.argsort(keys, axis=1, kind="stable")
+        else:
+            order = np.lexsort((tiebreak, keys), axis=1)
     return order
+
+
+def _worker_pool(entropy, seeds, settings, workers) -> tuple[np.ndarray, np.ndarray]:
+    """Phase 0: the drawn pool, or the given ``(concurrency, speed)``, checked."""
+    if workers is None:
+        return make_workers(entropy, seeds, settings)
+    shape = (seeds.shape[0], settings.num_workers)
+    concurrency = np.array(workers[0], dtype=np.int64, copy=True)
+    speed = np.array(workers[1], dtype=np.float64, copy=True)
+    if concurrency.shape != shape or speed.shape != shape:
+        raise ValueError(f"workers must be two arrays shaped {shape}")
+    if np.any(concurrency < 1) or np.any(speed <= 0):
+        raise ValueError("workers need concurrency >= 1 and speed > 0")
+    return concurrency, speed
+
+
+def _generate_estimate(timelines: _Timelines, size: np.ndarray, num_pairs: int) -> None:
+    """Phase 1: generate about as many jobs per worker as the budget needs.
+
+    With mean job times ``D_w`` about ``sum_w N_w (1 + T / D_w)`` pairs are
+    dispatched by time ``T``: a first guess from :func:`_expected_job_time`,
+    then a top-up from the measured mean job times (one more vectorized pass).
+    """
+    rows = np.arange(size.shape[0])[:, None]
+    worker_ids = np.arange(size.shape[1])[None, :]
+    remaining = np.maximum(num_pairs - size.sum(axis=1), 0)
+    job_time = _expected_job_time(timelines.games, timelines.lanes, timelines.settings)
+    job_time = job_time / timelines.speed
+    horizon = remaining / (size / job_time).sum(axis=1)
+    timelines.extend(np.floor(0.8 * (horizon[:, None] / job_time)).astype(np.int64) + 1)
+    finish = np.cumsum(timelines.duration, axis=2)
+    reach = finish[rows, worker_ids, timelines.count - 1]
+    mean_time = reach / timelines.count
+    target = 1.02 * remaining / (size / mean_time).sum(axis=1)
+    missing = np.maximum(target[:, None] - reach, 0.0) / mean_time
+    timelines.extend(np.where(missing > 0, np.ceil(missing).astype(np.int64) + 1, 0))
+
+
+@dataclass
+class _Dispatched:
+    """The generated jobs of every seed in dispatch order, the budget cut in that order.
+
+    ``worker``, ``k`` (the job's index on its worker), ``pairs`` (uncut size)
+    and ``before`` (pairs dispatched before it) are ``(seed, position)``;
+    ``start``/``finish`` are the timelines ``(seed, worker, k)``; job ``n_jobs - 1``
+    is the one cut to the budget, ``cut_key`` its sort key.
+    """
+
+    worker: np.ndarray
+    k: np.ndarray
+    pairs: np.ndarray
+    before: np.ndarray
+    n_jobs: np.ndarray
+    start: np.ndarray
+    finish: np.ndarray
+    cut_key: np.ndarray
+
+    @property
+    def last(self) -> np.ndarray:
+        return self.n_jobs - 1
+
+
+def _order_and_cut(timelines: _Timelines, size: np.ndarray, num_pairs: int) -> _Dispatched:
+    """Phase 2: sort the generated jobs by (dispatch time, worker), time-0 jobs first
+    in worker order (the dispatch that follows an arrival happens at its time), and
+    cut the budget in that order."""
+    n_seeds, n_workers = size.shape
+    rows = np.arange(n_seeds)
+    cap = timelines.capacity
+    finish = np.cumsum(timelines.duration, axis=2)  # inf beyond the generated jobs
+    generated = np.arange(cap)[None, None, :] < timelines.count[:, :, None]
+    start = np.empty_like(finish)
+    start[:, :, 0] = 0.0
+    start[:, :, 1:] = finish[:, :, :-1]
+    keys = np.where(generated, start, np.inf)
+    keys[:, :, 0] = np.arange(n_workers) - n_workers  # time-0 jobs first, in worker order
+    keys = keys.reshape(n_seeds, -1)
+    order = _sort_rows(keys)
+    order_w, order_k = np.divmod(order, cap)
+    pairs = size[rows[:, None], order_w]
+    before = np.cumsum(pairs, axis=1) - pairs
+    n_jobs = (before < num_pairs).sum(axis=1)
+    cut_key = keys[rows, order[rows, n_jobs - 1]]
+    return _Dispatched(order_w, order_k, pairs, before, n_jobs, start, finish, cut_key)
+
+
+def _jobs_missing(timelines: _Timelines, dispatched: _Dispatched, size, num_pairs) -> np.ndarray:
+    """Phase 3: further jobs to generate per (seed, worker), 0 where none are needed.
+
+    Every worker's first ungenerated job must come after the cut job (ties in
+    worker order); a worker short of that gets an estimate of the jobs to the
+    cut, and if the generated jobs do not even reach the budget, every worker
+    of the seed doubles its jobs.
+    """
+    rows = np.arange(size.shape[0])
+    worker_ids = np.arange(size.shape[1])
+    cut_worker = dispatched.worker[rows, dispatched.last]
+    reached = (timelines.count * size).sum(axis=1) >= num_pairs
+    cut_key = np.where(reached, dispatched.cut_key, np.inf)
+    next_time = dispatched.finish[rows[:, None], worker_ids[None, :], timelines.count - 1]
+    short = (next_time < cut_key[:, None]) | (
+        (next_time == cut_key[:, None]) & (worker_ids[None, :] < cut_worker[:, None])
+    )
+    if not short.any():
+        return np.zeros_like(timelines.count)
+    reached = reached[:, None]
+    mean_time = next_time / timelines.count
+    gap = np.where(reached, cut_key[:, None] - next_time, 0.0)
+    missing = np.maximum(gap, 0.0) / mean_time
+    more = np.ceil(1.1 * missing + 1.5 * np.sqrt(missing)).astype(np.int64) + 1
+    more = np.where(reached, more, timelines.count)
+    return np.where(short, more, 0)
+
+
+def _cut_arrival_times(
+    timelines: _Timelines, dispatched: _Dispatched, job_dispatch, job_arrival, cut_pairs, size
+) -> None:
+    """Phase 4a: the cut job plays only its first ``2 * cut_pairs`` games; recompute its
+    arrival time in ``job_arrival`` (in place) from its re-drawn block.
+
+    Zero-length padding games change no lane load, so the makespan equals that of
+    the played prefix over ``min(concurrency, 2 * cut)`` lanes.
+    """
+    rows = np.arange(size.shape[0])
+    last = dispatched.last
+    cut_worker = dispatched.worker[rows, last]
+    shortened = cut_pairs < size[rows, cut_worker]
+    if not shortened.any():
+        return
+    s_cut, w_cut = rows[shortened], cut_worker[shortened]
+    k_cut = dispatched.k[rows, last][shortened]
+    games, lanes = timelines.games[s_cut, w_cut], timelines.lanes[s_cut, w_cut]
+    for g, n_lanes in {(int(a), int(b)) for a, b in zip(games, lanes, strict=True)}:
+        pick = (games == g) & (lanes == n_lanes)
+        s_i, w_i, k_i = s_cut[pick], w_cut[pick], k_cut[pick]
+        block = timelines.game_durations(s_i, w_i, k_i)
+        block[np.arange(g)[None, :] >= 2 * cut_pairs[s_i][:, None]] = 0.0
+        job_time = greedy_makespan(block, n_lanes) / timelines.speed[s_i, w_i]
+        job_arrival[s_i, last[s_i]] = job_dispatch[s_i, last[s_i]] + job_time
 
 
 def async_schedule(
@@ -365,7 +613,7 @@ def async_schedule(
     *,
     workers: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> Schedule:
-    """The asynchronous schedule of every seed (see the module docstring).
+    """The asynchronous schedule of every seed (see the module docstring for the phases).
 
     ``workers`` optionally replaces the drawn pool by given ``(concurrency,
     speed)`` arrays shaped ``(seed, worker)`` (ablations, tests).
@@ -374,115 +622,36 @@ def async_schedule(
     if not _is_int(num_pairs) or num_pairs < 1:
         raise ValueError(f"num_pairs must be an integer >= 1, got {num_pairs!r}")
     num_pairs = int(num_pairs)
-    n_seeds, n_workers = seeds.shape[0], settings.num_workers
-    if workers is None:
-        concurrency, speed = make_workers(entropy, seeds, settings)
-    else:
-        concurrency = np.array(workers[0], dtype=np.int64, copy=True)
-        speed = np.array(workers[1], dtype=np.float64, copy=True)
-        if concurrency.shape != (n_seeds, n_workers) or speed.shape != (n_seeds, n_workers):
-            raise ValueError(f"workers must be two arrays shaped {(n_seeds, n_workers)}")
-        if np.any(concurrency < 1) or np.any(speed <= 0):
-            raise ValueError("workers need concurrency >= 1 and speed > 0")
+    concurrency, speed = _worker_pool(entropy, seeds, settings, workers)
     size = settings.job_pairs(concurrency)  # (seed, worker) uncut job size
-    rows = np.arange(n_seeds)
-    worker_ids = np.arange(n_workers)
-
     timelines = _Timelines(entropy, seeds, concurrency, speed, size, settings)
-
-    # First guess of the jobs each worker needs: with mean job times D_w, about
-    # sum_w N_w (1 + T / D_w) pairs are dispatched by time T.
-    job_time = _expected_job_time(timelines.games, timelines.lanes, settings) / speed
-    rate = (size / job_time).sum(axis=1)
-    horizon = np.maximum(num_pairs - size.sum(axis=1), 0) / rate
-    expected = horizon[:, None] / job_time
-    timelines.extend(np.floor(0.8 * expected).astype(np.int64) + 1)
-    # Then top up from the measured mean job times (one more vectorized pass).
-    finish = np.cumsum(timelines.duration, axis=2)
-    reach = finish[rows[:, None], worker_ids[None, :], timelines.count - 1]
-    mean_time = reach / timelines.count
-    rate = (size / mean_time).sum(axis=1)
-    target = 1.02 * np.maximum(num_pairs - size.sum(axis=1), 0) / rate
-    missing = np.maximum(target[:, None] - reach, 0.0) / mean_time
-    timelines.extend(np.where(missing > 0, np.ceil(missing).astype(np.int64) + 1, 0))
-
+    _generate_estimate(timelines, size, num_pairs)
     while True:
-        cap = timelines.capacity
-        finish = np.cumsum(timelines.duration, axis=2)  # inf beyond the generated jobs
-        generated = np.arange(cap)[None, None, :] < timelines.count[:, :, None]
-        start = np.empty_like(finish)
-        start[:, :, 0] = 0.0
-        start[:, :, 1:] = finish[:, :, :-1]
-        keys = np.where(generated, start, np.inf)
-        keys[:, :, 0] = worker_ids - n_workers  # time-0 jobs first, in worker order
-        order = _dispatch_order(keys.reshape(n_seeds, -1))
-        order_w, order_k = np.divmod(order, cap)
-        pairs = size[rows[:, None], order_w]
-        before = np.cumsum(pairs, axis=1) - pairs
-        n_jobs = (before < num_pairs).sum(axis=1)
-        last = n_jobs - 1
-        cut_key = keys.reshape(n_seeds, -1)[rows, order[rows, last]]
-        cut_worker = order_w[rows, last]
-        # the generated jobs may not even reach the budget: then double them all
-        reached = (timelines.count * size).sum(axis=1) >= num_pairs
-        cut_key = np.where(reached, cut_key, np.inf)
-        # every worker's first job not generated must come after the cut
-        next_time = finish[rows[:, None], worker_ids[None, :], timelines.count - 1]
-        short = (next_time < cut_key[:, None]) | (
-            (next_time == cut_key[:, None]) & (worker_ids[None, :] < cut_worker[:, None])
-        )
-        if not short.any():
+        dispatched = _order_and_cut(timelines, size, num_pairs)
+        more = _jobs_missing(timelines, dispatched, size, num_pairs)
+        if not more.any():
             break
-        reached = reached[:, None]
-        mean_time = next_time / timelines.count
-        gap = np.where(reached, cut_key[:, None] - next_time, 0.0)
-        missing = np.maximum(gap, 0.0) / mean_time
-        more = np.ceil(1.1 * missing + 1.5 * np.sqrt(missing)).astype(np.int64) + 1
-        more = np.where(reached, more, timelines.count)
-        timelines.extend(np.where(short, more, 0))
+        del dispatched  # the next ordering replaces it: never hold both (peak memory)
+        timelines.extend(more)
 
+    rows = np.arange(seeds.shape[0])
+    n_jobs, last = dispatched.n_jobs, dispatched.last
     n_max = int(n_jobs.max())
     valid = np.arange(n_max)[None, :] < n_jobs[:, None]
-    order_w, order_k = order_w[:, :n_max], order_k[:, :n_max]
-    job_pairs = np.where(valid, pairs[:, :n_max], 0)
-    job_offset = np.where(valid, before[:, :n_max], 0)
+    order_w, order_k = dispatched.worker[:, :n_max], dispatched.k[:, :n_max]
+    job_pairs = np.where(valid, dispatched.pairs[:, :n_max], 0)
+    job_offset = np.where(valid, dispatched.before[:, :n_max], 0)
     cut_pairs = num_pairs - job_offset[rows, last]
     job_pairs[rows, last] = cut_pairs
-    job_dispatch = np.where(valid, start[rows[:, None], order_w, order_k], np.nan)
-    job_arrival = np.where(valid, finish[rows[:, None], order_w, order_k], np.nan)
+    job_dispatch = np.where(valid, dispatched.start[rows[:, None], order_w, order_k], np.nan)
+    job_arrival = np.where(valid, dispatched.finish[rows[:, None], order_w, order_k], np.nan)
+    _cut_arrival_times(timelines, dispatched, job_dispatch, job_arrival, cut_pairs, size)
 
-    # The cut job plays only its first 2 * cut_pairs games.
-    cut_k = order_k[rows, last]
-    shortened = cut_pairs < size[rows, cut_worker]
-    if shortened.any():
-        s_cut, w_cut, k_cut = rows[shortened], cut_worker[shortened], cut_k[shortened]
-        games, lanes = timelines.games[s_cut, w_cut], timelines.lanes[s_cut, w_cut]
-        for g, n_lanes in {(int(a), int(b)) for a, b in zip(games, lanes, strict=True)}:
-            pick = (games == g) & (lanes == n_lanes)
-            s_i, w_i, k_i = s_cut[pick], w_cut[pick], k_cut[pick]
-            block = timelines.game_durations(s_i, w_i, k_i)
-            played = 2 * cut_pairs[s_i][:, None]
-            # zero-length padding games change no lane load: the makespan equals
-            # that of the played prefix over min(concurrency, 2 * cut) lanes
-            block[np.arange(g)[None, :] >= played] = 0.0
-            job_time = greedy_makespan(block, n_lanes) / speed[s_i, w_i]
-            job_arrival[s_i, last[s_i]] = job_dispatch[s_i, last[s_i]] + job_time
-
+    # Phase 4b: the arrival order, (arrival time, worker); padding last, then -1.
     job_worker = np.where(valid, order_w, -1)
-    arrival_keys = np.where(valid, job_arrival, np.inf)
-    arrival_job = np.argsort(arrival_keys, axis=1)
-    ranked = np.take_along_axis(arrival_keys, arrival_job, axis=1)
-    if np.any((ranked[:, 1:] == ranked[:, :-1]) & np.isfinite(ranked[:, 1:])):
-        arrival_job = np.lexsort((job_worker, arrival_keys), axis=1)
+    arrival_job = _sort_rows(np.where(valid, job_arrival, np.inf), tiebreak=job_worker)
     arrival_job = np.where(valid, arrival_job, -1)
-
-    arrived = np.where(valid, job_pairs[rows[:, None], np.maximum(arrival_job, 0)], 0)
-    arrived_total = np.cumsum(arrived, axis=1)  # through arrival e inclusive
-    job_arrived_before = np.zeros_like(job_pairs)
-    if n_max > n_workers:
-        job_arrived_before[:, n_workers:] = arrived_total[:, : n_max - n_workers]
-    job_arrived_before = np.where(valid, job_arrived_before, 0)
-
+    n_workers = settings.num_workers
     return Schedule(
         seeds=seeds,
         num_workers=n_workers,
@@ -490,7 +659,7 @@ def async_schedule(
         n_jobs=n_jobs.astype(np.int64),
         job_pairs=job_pairs.astype(np.int64),
         job_offset=job_offset.astype(np.int64),
-        job_arrived_before=job_arrived_before.astype(np.int64),
+        job_arrived_before=arrived_before_dispatch(job_pairs, arrival_job, n_workers, n_jobs),
         job_worker=job_worker.astype(np.int64),
         job_dispatch_time=job_dispatch,
         job_arrival_time=job_arrival,

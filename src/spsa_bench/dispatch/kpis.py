@@ -99,19 +99,6 @@ KPI_ATTRS: dict[str, dict[str, str]] = {
 }
 
 
-def arrived_before_arrival(schedule: Schedule) -> np.ndarray:
-    """Pairs arrived before each job's own arrival, ``(seed, job)``; padding 0."""
-    rows = np.arange(schedule.num_seeds)[:, None]
-    valid = schedule.arrival_job >= 0
-    jobs = np.where(valid, schedule.arrival_job, 0)
-    arrived = np.where(valid, schedule.job_pairs[rows, jobs], 0)
-    by_event = np.cumsum(arrived, axis=1) - arrived
-    out = np.zeros_like(schedule.job_pairs)
-    seed_index = np.broadcast_to(rows, valid.shape)[valid]
-    out[seed_index, schedule.arrival_job[valid]] = by_event[valid]
-    return out
-
-
 def _lerp(low: np.ndarray, high: np.ndarray, t: np.ndarray) -> np.ndarray:
     """numpy's interpolation between order statistics (symmetric in rounding)."""
     diff = high - low
@@ -175,7 +162,7 @@ def schedule_kpis(schedule: Schedule) -> dict[str, tuple[tuple[str, ...], np.nda
         out[f"staleness_{name}"] = (("seed",), value)
     out["staleness_max"] = (("seed",), np.where(mask, stale, -np.inf).max(axis=1))
 
-    lag = (schedule.job_offset - arrived_before_arrival(schedule)).astype(np.float64)
+    lag = (schedule.job_offset - schedule.arrived_before_arrival()).astype(np.float64)
     lag_norm = lag / np.maximum(pairs, 1)
     for name, value in zip(
         QUANTILES, row_quantiles(lag, mask, list(QUANTILES.values())), strict=True
@@ -208,9 +195,7 @@ def schedule_kpis(schedule: Schedule) -> dict[str, tuple[tuple[str, ...], np.nda
         per_jobs.astype(np.int64).reshape(n_seeds, n_workers),
     )
 
-    rows = np.arange(n_seeds)[:, None]
-    valid = schedule.arrival_job >= 0
-    arrived = np.where(valid, schedule.job_pairs[rows, np.maximum(schedule.arrival_job, 0)], 0)
-    out["budget_exhausted"] = (("seed",), arrived.sum(axis=1) == schedule.num_pairs)
+    arrived = schedule.arrival_pairs().sum(axis=1)
+    out["budget_exhausted"] = (("seed",), arrived == schedule.num_pairs)
     out["n_jobs"] = (("seed",), schedule.n_jobs.astype(np.int64).copy())
     return out

@@ -18,6 +18,14 @@ Conventions (all arrays are padded along the job axis to ``J = max n_jobs``):
 - ``job_arrived_before[s, j]`` is the pairs *arrived* before the job's
   dispatch (the Fishtest counter, spec errata 5);
 - ``arrival_job[s, e]`` is the job arriving ``e``-th, ``-1`` as padding.
+
+The arrival bookkeeping every other module needs lives here, once:
+:meth:`Schedule.by_arrival` (a per-job array in arrival order),
+:meth:`Schedule.arrival_pairs`, :meth:`Schedule.arrived_before_arrival`,
+:meth:`Schedule.staleness_pairs`, :meth:`Schedule.iter_local` (both counter
+conventions) and :func:`arrived_before_dispatch` (which the schedule builders
+use for ``job_arrived_before``). The literal references in
+:mod:`spsa_bench.reference` keep their own counters on purpose: they check it.
 """
 
 from __future__ import annotations
@@ -69,25 +77,75 @@ class Schedule:
         """``(seed, job)`` True where the job exists."""
         return np.arange(self.max_jobs)[None, :] < self.n_jobs[:, None]
 
+    def arrival_mask(self) -> np.ndarray:
+        """``(seed, event)`` True where the event is a real arrival (not padding)."""
+        return self.arrival_job >= 0
+
+    def by_arrival(self, job_values: np.ndarray) -> np.ndarray:
+        """``job_values[s, arrival_job[s, e]]``: a per-job array in arrival order, ``(seed, event)``.
+
+        Padding events read job 0 (every seed has it), so the values stay valid
+        inputs wherever a caller computes on them before masking.
+        """
+        rows = np.arange(self.num_seeds)[:, None]
+        return job_values[rows, np.maximum(self.arrival_job, 0)]
+
+    def arrival_pairs(self) -> np.ndarray:
+        """Pairs of the job arriving at each event, ``(seed, event)``; padding 0."""
+        return arrival_pairs(self.job_pairs, self.arrival_job)
+
+    def arrived_before_arrival(self) -> np.ndarray:
+        """Pairs arrived before each job's own arrival, ``(seed, job)``; padding 0.
+
+        With ``A[s, e]`` the pairs of arrival ``e``, the job arriving ``e``-th
+        sees ``sum_{e' < e} A[s, e']``.
+        """
+        arrived = self.arrival_pairs()
+        by_event = np.cumsum(arrived, axis=1) - arrived
+        return by_job(by_event, self.arrival_job, self.max_jobs)
+
     def staleness_pairs(self) -> np.ndarray:
         """Pairs that arrived between each job's dispatch and its arrival, ``(seed, job)``.
 
-        Padding entries are 0.
+        ``arrived_before_arrival - job_arrived_before``; padding entries are 0.
         """
-        rows = np.arange(self.num_seeds)[:, None]
-        valid = self.arrival_job >= 0
-        jobs = np.where(valid, self.arrival_job, 0)
-        arrived_pairs = np.where(valid, self.job_pairs[rows, jobs], 0)
-        arrived_before_arrival = (
-            np.cumsum(arrived_pairs, axis=1) - arrived_pairs
-        )  # by arrival index
-        values = arrived_before_arrival - self.job_arrived_before[rows, jobs]
-        # Scatter only the real arrivals: padding events must not write (they
-        # used to write 0 over job 0's value through the clipped index).
-        stale = np.zeros_like(self.job_pairs)
-        seed_index = np.broadcast_to(rows, valid.shape)[valid]
-        stale[seed_index, self.arrival_job[valid]] = values[valid]
-        return np.where(self.job_mask(), stale, 0)
+        return np.where(self.job_mask(), self.arrived_before_arrival() - self.job_arrived_before, 0)
+
+
+def arrival_pairs(job_pairs: np.ndarray, arrival_job: np.ndarray) -> np.ndarray:
+    """``job_pairs`` of the job arriving at each event, ``(seed, event)``; padding (-1) gives 0."""
+    rows = np.arange(job_pairs.shape[0])[:, None]
+    return np.where(arrival_job >= 0, job_pairs[rows, np.maximum(arrival_job, 0)], 0)
+
+
+def by_job(event_values: np.ndarray, arrival_job: np.ndarray, n_jobs: int) -> np.ndarray:
+    """Scatter per-event values to the arriving jobs, ``(seed, job)``; jobs that never arrive 0.
+
+    The inverse of :meth:`Schedule.by_arrival`. Only real events write (padding
+    must not write over job 0 through a clipped index).
+    """
+    valid = arrival_job >= 0
+    rows = np.broadcast_to(np.arange(arrival_job.shape[0])[:, None], valid.shape)
+    out = np.zeros((arrival_job.shape[0], n_jobs), dtype=event_values.dtype)
+    out[rows[valid], arrival_job[valid]] = event_values[valid]
+    return out
+
+
+def arrived_before_dispatch(
+    job_pairs: np.ndarray, arrival_job: np.ndarray, num_workers: int, n_jobs: np.ndarray
+) -> np.ndarray:
+    """Pairs arrived before each job's dispatch (the Fishtest counter ``K``), ``(seed, job)``.
+
+    Jobs ``0 .. W-1`` go out at time 0 (``K = 0``); job ``W + e`` is dispatched
+    right after arrival ``e``, so its ``K`` is the pairs of arrivals ``0 .. e``.
+    Padding jobs (``j >= n_jobs``) are 0.
+    """
+    through = np.cumsum(arrival_pairs(job_pairs, arrival_job), axis=1)  # arrivals 0..e
+    width = job_pairs.shape[1]
+    out = np.zeros_like(job_pairs)
+    if width > num_workers:
+        out[:, num_workers:] = through[:, : width - num_workers]
+    return np.where(np.arange(width)[None, :] < n_jobs[:, None], out, 0)
 
 
 def sync_schedule(seeds, num_pairs: int, batch_size: int) -> Schedule:
@@ -108,18 +166,22 @@ def sync_schedule(seeds, num_pairs: int, batch_size: int) -> Schedule:
         return np.ascontiguousarray(np.broadcast_to(row, (n_seeds, row.shape[0])))
 
     nan = np.full((n_seeds, n_jobs), np.nan)
+    job_pairs = tile(pairs)
+    arrival_job = tile(np.arange(n_jobs, dtype=np.int64))
     return Schedule(
         seeds=seeds,
         num_workers=1,
         num_pairs=int(num_pairs),
         n_jobs=np.full(n_seeds, n_jobs, dtype=np.int64),
-        job_pairs=tile(pairs),
+        job_pairs=job_pairs,
         job_offset=tile(offset),
-        job_arrived_before=tile(offset),
+        job_arrived_before=arrived_before_dispatch(
+            job_pairs, arrival_job, 1, np.full(n_seeds, n_jobs, dtype=np.int64)
+        ),
         job_worker=np.zeros((n_seeds, n_jobs), dtype=np.int64),
         job_dispatch_time=nan,
         job_arrival_time=nan.copy(),
-        arrival_job=tile(np.arange(n_jobs, dtype=np.int64)),
+        arrival_job=arrival_job,
         worker_concurrency=np.ones((n_seeds, 1), dtype=np.int64),
         worker_speed=np.ones((n_seeds, 1)),
     )

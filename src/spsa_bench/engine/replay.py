@@ -58,10 +58,10 @@ def pairs_grid(num_pairs: int, points: int) -> np.ndarray:
 def _checkpoint_events(schedule: Schedule, grid: np.ndarray) -> np.ndarray:
     """For every (seed, grid point) the last arrival index ending at or before it (-1: none)."""
     rows = np.arange(schedule.num_seeds)[:, None]
-    valid = schedule.arrival_job >= 0
-    arrived = np.where(valid, schedule.job_pairs[rows, np.maximum(schedule.arrival_job, 0)], 0)
-    cumulative = np.cumsum(arrived, axis=1)
-    cumulative = np.where(valid, cumulative, schedule.num_pairs + 1)  # padding sorts last
+    cumulative = np.cumsum(schedule.arrival_pairs(), axis=1)  # pairs arrived through event e
+    cumulative = np.where(
+        schedule.arrival_mask(), cumulative, schedule.num_pairs + 1
+    )  # padding last
     stride = np.int64(schedule.num_pairs + 1) * 4
     keys = (cumulative + rows * stride).ravel()
     queries = (grid[None, :] + rows * stride).ravel()
@@ -109,6 +109,11 @@ class _Seeds:
     in the variable batch mode). ``origin`` maps rows back to the caller's seeds.
     Column flags say where every remaining seed does the same thing, so the
     loop can take plain slices instead of gathers.
+
+    A worker holds one job at a time: the job's perturbation, flip and result
+    (computed at dispatch from the snapshot) wait in the worker's slot
+    (``slot_*``) until the job arrives. Slot ``W`` absorbs the writes of seeds
+    without the job.
     """
 
     PER_SEED = (
@@ -123,7 +128,40 @@ class _Seeds:
             setattr(self, name, arrays[name])
         self._derive()
 
+    @classmethod
+    def from_schedule(
+        cls, schedule: Schedule, entropy: int, iteration_counter: str, n_params: int
+    ) -> _Seeds:
+        """The random streams, the schedule's per-job arrays and their arrival-order
+        views, and empty worker slots, for every seed of ``schedule``."""
+        n_seeds, n_workers = schedule.num_seeds, schedule.num_workers
+        iter_local = schedule.iter_local(iteration_counter)
+        job_exists = schedule.job_mask()
+        flips = streams.flips(entropy, schedule.seeds, schedule.max_jobs, n_params)
+        return cls(
+            origin=np.arange(n_seeds),
+            # job-major, so that each dispatch reads one contiguous block of flips
+            flips_by_job=np.ascontiguousarray(flips.transpose(1, 0, 2)),
+            uniforms=streams.match_draws(entropy, schedule.seeds, schedule.num_pairs),
+            iter_local=iter_local,
+            job_pairs=schedule.job_pairs,
+            job_offset=schedule.job_offset,
+            job_worker=schedule.job_worker,
+            job_slot=np.where(job_exists, schedule.job_worker, n_workers),
+            job_exists=job_exists,
+            arrival_active=schedule.arrival_mask(),
+            arrival_worker=schedule.by_arrival(schedule.job_worker),
+            arrival_pairs=schedule.by_arrival(schedule.job_pairs).astype(np.float64),
+            arrival_iter=schedule.by_arrival(iter_local),
+            n_jobs=schedule.n_jobs,
+            slot_c=np.zeros((n_seeds, n_workers + 1, n_params)),
+            slot_flip=np.zeros((n_seeds, n_workers + 1, n_params)),
+            slot_result=np.zeros((n_seeds, n_workers + 1)),
+        )
+
     def _derive(self) -> None:
+        """Row indices, the flat uniforms and the per-column uniformity flags."""
+
         def same(array: np.ndarray) -> np.ndarray:
             return np.all(array == array[:1], axis=0)
 
@@ -136,10 +174,211 @@ class _Seeds:
         self.event_uniform = self.event_all_active & same(self.arrival_worker)
 
     def keep(self, rows: np.ndarray) -> None:
+        """Keep only ``rows`` (indices into the running seeds)."""
         for name in self.PER_SEED:
             setattr(self, name, getattr(self, name)[rows])
         self.flips_by_job = self.flips_by_job[:, rows]  # (job, seed, param): seeds on axis 1
         self._derive()
+
+
+class _Replay:
+    """The event loop of one replay, as named phases over shared loop state.
+
+    After the initial record and the dispatch of jobs ``0 .. W-1``, every
+    arrival ``e`` runs: :meth:`compact` (drop finished seeds), :meth:`arrive`
+    (update on the arriving report), :meth:`record` (checkpoints ending here),
+    :meth:`dispatch` (job ``W + e``); :meth:`check_finite` runs at the end.
+    ``state`` and ``theta = export(state)`` cover the running seeds only;
+    ``position`` maps each original seed to its row among them.
+    """
+
+    def __init__(
+        self,
+        optimizer: Optimizer,
+        schedule: Schedule,
+        bowl: TrueBowl,
+        view: DeveloperView,
+        *,
+        entropy: int,
+        signal: str,
+        iteration_counter: str,
+        checkpoints: int,
+    ):
+        self.optimizer, self.schedule, self.bowl, self.view = optimizer, schedule, bowl, view
+        n_seeds, n_params = schedule.num_seeds, view.num_params
+        self.n_events = schedule.arrival_job.shape[1]
+        self.signal_scale = 1.0 if signal == "raw" else 1.0 / (2.0 * np.sqrt(n_params))
+        self.seeds = _Seeds.from_schedule(schedule, entropy, iteration_counter, n_params)
+        # Every seed doing the same thing at every step (the synchronous mode): jobs in
+        # flight are kept as whole arrays per worker instead of in the slot arrays.
+        self.lockstep = bool(self.seeds.job_uniform.all() and self.seeds.event_uniform.all())
+        self.in_flight: dict[int, tuple] = {}
+        self.grid = pairs_grid(schedule.num_pairs, checkpoints)
+        self.recorder = _Recorder(_checkpoint_events(schedule, self.grid), self.n_events)
+        self.position = np.arange(n_seeds)
+        self.state = optimizer.init(n_seeds)
+        self.theta = optimizer.export(self.state)
+        self.theta_out = np.full((n_seeds, self.grid.shape[0], n_params), np.nan)
+        self.extras_out = {
+            name: np.full_like(self.theta_out, np.nan) for name in optimizer.extras(self.state)
+        }
+        self.step_norm = np.zeros((n_seeds, self.n_events))
+        self.last_steps_from = int(schedule.n_jobs.min()) - LAST_STEPS
+        self.next_compaction_check = int(schedule.n_jobs.min())
+
+    def run(self, compact: bool, progress: Callable[[int, int], None] | None) -> RunResult:
+        """The whole loop; returns the checkpoints and the per-seed KPIs."""
+        n_workers, n_jobs = self.schedule.num_workers, self.schedule.max_jobs
+        self.record(-1)
+        for job in range(min(n_workers, n_jobs)):
+            self.dispatch(job)
+        next_progress = time.monotonic() + 1.0
+        for event in range(self.n_events):
+            if compact and event >= self.next_compaction_check:
+                self.compact(event)
+            self.arrive(event)
+            self.record(event)
+            if n_workers + event < n_jobs:
+                self.dispatch(n_workers + event)
+            if progress is not None and (event & 63) == 0 and time.monotonic() > next_progress:
+                progress(event, self.n_events)
+                next_progress = time.monotonic() + 0.5
+        if progress is not None:
+            progress(self.n_events, self.n_events)
+        self.check_finite()
+        return RunResult(
+            pairs_grid=self.grid,
+            theta=self.theta_out,
+            extras=self.extras_out,
+            avg_step_size_last_100=_mean_last_steps(
+                self.step_norm, self.schedule.n_jobs, LAST_STEPS
+            ),
+            total_pairs=self.schedule.job_pairs.sum(axis=1),
+            n_updates=self.schedule.n_jobs.copy(),
+        )
+
+    def dispatch(self, job: int) -> None:
+        """Dispatch job ``job`` of every running seed: ``c = perturbation(iter_local)``,
+        probes ``clip(theta -+ c * flip)``, their opponent Elo, and the job's net wins
+        from its own match uniforms; all held in flight until the job arrives."""
+        seeds = self.seeds
+        if seeds.iter_uniform[job]:  # one row, repeated for every seed
+            row = self.optimizer.perturbation(seeds.iter_local[:1, job])
+            c = np.repeat(row, seeds.rows.shape[0], axis=0)
+        else:
+            c = self.optimizer.perturbation(seeds.iter_local[:, job])
+        flip = seeds.flips_by_job[job].astype(np.float64)
+        thresholds = pentanomial.fast_draw_thresholds(self._opponent_elo(job, c * flip))
+        if seeds.job_uniform[job]:
+            start = seeds.job_offset[0, job]
+            u = seeds.uniforms[:, start : start + seeds.job_pairs[0, job]]
+            net = pentanomial.net_wins_from_uniforms(u, thresholds, unpadded=True)
+            slot = seeds.job_worker[0, job]
+            if self.lockstep:  # fresh arrays, handed over whole: nothing to copy
+                self.in_flight[slot] = (c, flip, net)
+            else:
+                seeds.slot_c[:, slot], seeds.slot_flip[:, slot] = c, flip
+                seeds.slot_result[:, slot] = net
+        else:
+            sizes = seeds.job_pairs[:, job]
+            u = _job_uniforms(
+                seeds.flat_uniforms, self.schedule.num_pairs, seeds.job_offset[:, job], sizes
+            )
+            net = pentanomial.net_wins_from_segments(u, thresholds, sizes)
+            slot, rows = seeds.job_slot[:, job], seeds.rows
+            seeds.slot_c[rows, slot], seeds.slot_flip[rows, slot] = c, flip
+            seeds.slot_result[rows, slot] = net
+
+    def _opponent_elo(self, job: int, step: np.ndarray) -> np.ndarray:
+        """``-(Elo(clip(theta + step)) - Elo(clip(theta - step)))`` per seed; a NaN (from
+        a NaN in theta, which reaches every probe) stops the run here, loudly."""
+        view = self.view
+        opponent = self.bowl.opponent_elo(
+            view.clip(self.theta + step), view.clip(self.theta - step)
+        )
+        if np.isnan(opponent).any():
+            bad = int(np.flatnonzero(np.isnan(opponent))[0])
+            raise NonFiniteStateError(
+                f"optimizer {self.optimizer.name!r} produced a non-finite state at seed "
+                f"{int(self.schedule.seeds[self.seeds.origin[bad]])}, arrival "
+                f"{job - self.schedule.num_workers} (found probing job {job})"
+            )
+        return opponent
+
+    def _take(self, event: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(c, flip, net wins)`` of the job arriving at ``event``, out of its worker's slot."""
+        seeds = self.seeds
+        if self.lockstep:
+            return self.in_flight.pop(seeds.arrival_worker[0, event])
+        if seeds.event_uniform[event]:
+            slot = seeds.arrival_worker[0, event]
+            c, flip = seeds.slot_c[:, slot].copy(), seeds.slot_flip[:, slot].copy()
+            return c, flip, seeds.slot_result[:, slot]
+        slot, rows = seeds.arrival_worker[:, event], seeds.rows
+        return seeds.slot_c[rows, slot], seeds.slot_flip[rows, slot], seeds.slot_result[rows, slot]
+
+    def arrive(self, event: int) -> None:
+        """Arrival ``event``: ``state = update(state, report)`` on the current state
+        (seeds without this event keep theirs), ``theta = export(state)``, and the
+        step norm ``|theta_new - theta_old|`` within each seed's last 100 updates."""
+        seeds = self.seeds
+        c, flip, result = self._take(event)
+        report = Report(
+            n_pairs=seeds.arrival_pairs[:, event].copy(),
+            signal=result * self.signal_scale,
+            flip=flip,
+            c=c,
+            iter_local=seeds.arrival_iter[:, event].copy(),
+        )
+        state = self.optimizer.update(self.state, report)
+        if not seeds.event_all_active[event]:
+            active = seeds.arrival_active[:, event]
+            state = type(state)(
+                *(
+                    np.where(active.reshape((-1,) + (1,) * (new.ndim - 1)), new, old)
+                    for new, old in zip(state, self.state, strict=True)
+                )
+            )
+        self.state = state
+        theta = self.optimizer.export(state)
+        if event >= self.last_steps_from:  # only the last 100 steps of a seed are summarised
+            moved = theta - self.theta
+            self.step_norm[seeds.origin, event] = np.sqrt(np.einsum("sp,sp->s", moved, moved))
+        self.theta = theta
+
+    def record(self, event: int) -> None:
+        """Write ``theta`` and the extras into the checkpoints that end at ``event``."""
+        seed_index, grid_index = self.recorder.at(event)
+        if seed_index.size:
+            rows = self.position[seed_index]
+            self.theta_out[seed_index, grid_index] = self.theta[rows]
+            for name, value in self.optimizer.extras(self.state).items():
+                self.extras_out[name][seed_index, grid_index] = value[rows]
+
+    def compact(self, event: int) -> None:
+        """Once at least half the running seeds have no events left from ``event`` on,
+        drop them from every array (bit-identical: seeds never interact)."""
+        seeds = self.seeds
+        running = seeds.n_jobs > event
+        if 2 * int(running.sum()) <= running.shape[0]:
+            kept = np.flatnonzero(running)
+            seeds.keep(kept)
+            self.state = type(self.state)(*(field[kept] for field in self.state))
+            self.theta = self.theta[kept]
+            self.position[seeds.origin] = np.arange(seeds.origin.shape[0])
+        self.next_compaction_check = event + 1
+
+    def check_finite(self) -> None:
+        """Refuse a final state with NaN or infinity, naming the field and the seed."""
+        state = self.state
+        for name, field in zip(type(state)._fields, state, strict=True):
+            finite = np.all(np.isfinite(field.reshape(field.shape[0], -1)), axis=1)
+            if not finite.all():
+                bad = int(np.flatnonzero(~finite)[0])
+                raise NonFiniteStateError(
+                    f"optimizer {self.optimizer.name!r} ended with a non-finite {name} at seed "
+                    f"{int(self.schedule.seeds[self.seeds.origin[bad]])}"
+                )
 
 
 def replay(
@@ -155,191 +394,25 @@ def replay(
     progress: Callable[[int, int], None] | None = None,
     compact: bool = True,
 ) -> RunResult:
-    """Run ``optimizer`` over ``schedule`` for all its seeds at once.
+    """Run ``optimizer`` over ``schedule`` for all its seeds at once (see the module docstring).
 
     ``compact`` drops seeds from the arrays once they have no events left (the
     results are bit-identical either way; ``False`` keeps every row, for tests
-    that spy on the reports).
+    that spy on the reports). ``progress(event, n_events)`` is called now and then.
     """
     if signal not in SIGNALS:
         raise ValueError(f"signal must be one of {SIGNALS}, got {signal!r}")
-    n_seeds, n_jobs, n_workers = schedule.num_seeds, schedule.max_jobs, schedule.num_workers
-    n_params = view.num_params
-    n_events = schedule.arrival_job.shape[1]
-    signal_scale = 1.0 if signal == "raw" else 1.0 / (2.0 * np.sqrt(n_params))
-    all_rows = np.arange(n_seeds)[:, None]
-
-    iter_local = schedule.iter_local(iteration_counter)
-    job_exists = schedule.job_mask()
-    arrival_jobs = np.maximum(schedule.arrival_job, 0)
-    # A worker holds one job at a time: the job's perturbation, flip and result
-    # (computed at dispatch from the snapshot) wait in the worker's slot until
-    # the job arrives. Slot n_workers absorbs the writes of seeds without the job.
-    seeds = _Seeds(
-        origin=np.arange(n_seeds),
-        # job-major, so that each dispatch reads one contiguous block of flips
-        flips_by_job=np.ascontiguousarray(
-            streams.flips(entropy, schedule.seeds, n_jobs, n_params).transpose(1, 0, 2)
-        ),
-        uniforms=streams.match_draws(entropy, schedule.seeds, schedule.num_pairs),
-        iter_local=iter_local,
-        job_pairs=schedule.job_pairs,
-        job_offset=schedule.job_offset,
-        job_worker=schedule.job_worker,
-        job_slot=np.where(job_exists, schedule.job_worker, n_workers),
-        job_exists=job_exists,
-        arrival_active=schedule.arrival_job >= 0,
-        arrival_worker=np.maximum(schedule.job_worker[all_rows, arrival_jobs], 0),
-        arrival_pairs=np.maximum(schedule.job_pairs[all_rows, arrival_jobs], 1).astype(np.float64),
-        arrival_iter=iter_local[all_rows, arrival_jobs],
-        n_jobs=schedule.n_jobs,
-        slot_c=np.zeros((n_seeds, n_workers + 1, n_params)),
-        slot_flip=np.zeros((n_seeds, n_workers + 1, n_params)),
-        slot_result=np.zeros((n_seeds, n_workers + 1)),
+    loop = _Replay(
+        optimizer,
+        schedule,
+        bowl,
+        view,
+        entropy=entropy,
+        signal=signal,
+        iteration_counter=iteration_counter,
+        checkpoints=checkpoints,
     )
-
-    grid = pairs_grid(schedule.num_pairs, checkpoints)
-    recorder = _Recorder(_checkpoint_events(schedule, grid), n_events)
-    position = np.arange(n_seeds)  # row of each original seed among the running ones
-    state = optimizer.init(n_seeds)
-    theta = optimizer.export(state)
-    extra_names = list(optimizer.extras(state))
-    theta_out = np.full((n_seeds, grid.shape[0], n_params), np.nan)
-    extras_out = {name: np.full_like(theta_out, np.nan) for name in extra_names}
-
-    def record(event: int) -> None:
-        seed_index, grid_index = recorder.at(event)
-        if seed_index.size:
-            rows = position[seed_index]
-            theta_out[seed_index, grid_index] = theta[rows]
-            for name, value in optimizer.extras(state).items():
-                extras_out[name][seed_index, grid_index] = value[rows]
-
-    def dispatch(job: int) -> None:
-        if seeds.iter_uniform[job]:  # one row, repeated for every seed
-            row = optimizer.perturbation(seeds.iter_local[:1, job])
-            c = np.repeat(row, seeds.rows.shape[0], axis=0)
-        else:
-            c = optimizer.perturbation(seeds.iter_local[:, job])
-        flip = seeds.flips_by_job[job].astype(np.float64)
-        step = c * flip
-        opponent = bowl.opponent_elo(view.clip(theta + step), view.clip(theta - step))
-        if np.isnan(opponent).any():  # a NaN in theta reaches every probe: stop here, loudly
-            bad = int(np.flatnonzero(np.isnan(opponent))[0])
-            raise NonFiniteStateError(
-                f"optimizer {optimizer.name!r} produced a non-finite state at seed "
-                f"{int(schedule.seeds[seeds.origin[bad]])}, arrival {job - n_workers} "
-                f"(found probing job {job})"
-            )
-        thresholds = pentanomial.fast_draw_thresholds(opponent)
-        if seeds.job_uniform[job]:
-            start = seeds.job_offset[0, job]
-            u = seeds.uniforms[:, start : start + seeds.job_pairs[0, job]]
-            net = pentanomial.net_wins_from_uniforms(u, thresholds, unpadded=True)
-            slot = seeds.job_worker[0, job]
-            if lockstep:  # fresh arrays, handed over whole: nothing to copy
-                in_flight[slot] = (c, flip, net)
-            else:
-                seeds.slot_c[:, slot], seeds.slot_flip[:, slot] = c, flip
-                seeds.slot_result[:, slot] = net
-        else:
-            sizes = seeds.job_pairs[:, job]
-            u = _job_uniforms(
-                seeds.flat_uniforms, schedule.num_pairs, seeds.job_offset[:, job], sizes
-            )
-            net = pentanomial.net_wins_from_segments(u, thresholds, sizes)
-            slot, rows = seeds.job_slot[:, job], seeds.rows
-            seeds.slot_c[rows, slot], seeds.slot_flip[rows, slot], seeds.slot_result[rows, slot] = (
-                c,
-                flip,
-                net,
-            )
-
-    # Every seed doing the same thing at every step (the synchronous mode): jobs in
-    # flight are kept as whole arrays per worker instead of in the slot arrays.
-    lockstep = bool(seeds.job_uniform.all() and seeds.event_uniform.all())
-    in_flight: dict[int, tuple] = {}
-
-    record(-1)
-    for job in range(min(n_workers, n_jobs)):
-        dispatch(job)
-
-    step_norm = np.zeros((n_seeds, n_events))
-    last_steps_from = int(schedule.n_jobs.min()) - LAST_STEPS
-    next_compaction_check = int(schedule.n_jobs.min())
-    next_progress = time.monotonic() + 1.0
-    for event in range(n_events):
-        if compact and event >= next_compaction_check:
-            running = seeds.n_jobs > event
-            if 2 * int(running.sum()) <= running.shape[0]:  # half are done: drop them
-                kept = np.flatnonzero(running)
-                seeds.keep(kept)
-                state = type(state)(*(field[kept] for field in state))
-                theta = theta[kept]
-                position[seeds.origin] = np.arange(seeds.origin.shape[0])
-            next_compaction_check = event + 1
-        if lockstep:
-            c, flip, result = in_flight.pop(seeds.arrival_worker[0, event])
-        elif seeds.event_uniform[event]:
-            slot = seeds.arrival_worker[0, event]
-            c, flip = seeds.slot_c[:, slot].copy(), seeds.slot_flip[:, slot].copy()
-            result = seeds.slot_result[:, slot]
-        else:
-            slot, rows = seeds.arrival_worker[:, event], seeds.rows
-            c, flip, result = (
-                seeds.slot_c[rows, slot],
-                seeds.slot_flip[rows, slot],
-                seeds.slot_result[rows, slot],
-            )
-        report = Report(
-            n_pairs=seeds.arrival_pairs[:, event].copy(),
-            signal=result * signal_scale,
-            flip=flip,
-            c=c,
-            iter_local=seeds.arrival_iter[:, event].copy(),
-        )
-        new_state = optimizer.update(state, report)
-        if not seeds.event_all_active[event]:
-            active = seeds.arrival_active[:, event]
-            new_state = type(new_state)(
-                *(
-                    np.where(active.reshape((-1,) + (1,) * (new.ndim - 1)), new, old)
-                    for new, old in zip(new_state, state, strict=True)
-                )
-            )
-        state = new_state
-        new_theta = optimizer.export(state)
-        if event >= last_steps_from:  # only the last 100 steps of a seed are summarised
-            moved = new_theta - theta
-            step_norm[seeds.origin, event] = np.sqrt(np.einsum("sp,sp->s", moved, moved))
-        theta = new_theta
-        record(event)
-        next_job = n_workers + event
-        if next_job < n_jobs:
-            dispatch(next_job)
-        if progress is not None and (event & 63) == 0 and time.monotonic() > next_progress:
-            progress(event, n_events)
-            next_progress = time.monotonic() + 0.5
-    if progress is not None:
-        progress(n_events, n_events)
-    for name, field in zip(type(state)._fields, state, strict=True):
-        if not np.all(np.isfinite(field)):
-            bad = int(
-                np.flatnonzero(~np.all(np.isfinite(field.reshape(field.shape[0], -1)), axis=1))[0]
-            )
-            raise NonFiniteStateError(
-                f"optimizer {optimizer.name!r} ended with a non-finite {name} at seed "
-                f"{int(schedule.seeds[seeds.origin[bad]])}"
-            )
-
-    return RunResult(
-        pairs_grid=grid,
-        theta=theta_out,
-        extras=extras_out,
-        avg_step_size_last_100=_mean_last_steps(step_norm, schedule.n_jobs, LAST_STEPS),
-        total_pairs=schedule.job_pairs.sum(axis=1),
-        n_updates=schedule.n_jobs.copy(),
-    )
+    return loop.run(compact, progress)
 
 
 def _mean_last_steps(step_norm: np.ndarray, n_steps: np.ndarray, last: int) -> np.ndarray:

@@ -13,6 +13,10 @@ event by event. It consumes the same random streams in the same way:
 
 Queue entries are ``(finish_time, worker, job)``: simultaneous finishes pop in
 worker order.
+
+The arrival bookkeeping (pairs dispatched and arrived before each dispatch,
+the arrival order) is kept here with plain counters on purpose, not taken from
+:mod:`spsa_bench.dispatch.schedule`: this loop is the independent check of it.
 """
 
 from __future__ import annotations
@@ -66,6 +70,26 @@ def reference_workers(entropy: int, seed: int, settings) -> tuple[list[int], lis
     return concurrency, speed
 
 
+def uncut_job_pairs(settings, concurrency: int) -> int:
+    """Pairs of a worker's uncut job: ``batch_size`` (fixed), or
+    ``max(concurrency * 4 * round(tc_ratio) // 2, 1)`` (variable)."""
+    if settings.batch == "fixed":
+        return settings.batch_size
+    games = concurrency * 4 * int(round(settings.tc_ratio))
+    return max(games // 2, 1)
+
+
+def job_wall_time(generator, settings, concurrency: int, speed: float, pairs: int) -> float:
+    """Draw a job's whole block (``2 N`` normals, ``N`` its uncut size) from its worker's
+    stream and return the wall time of the ``2 * pairs`` games it plays: the greedy
+    makespan over ``min(concurrency, 2 * pairs)`` lanes, divided by the speed factor."""
+    mu = math.log(settings.duration_median)
+    sigma = (math.log(settings.duration_p95) - math.log(settings.duration_median)) / 1.645
+    z = generator.standard_normal(2 * uncut_job_pairs(settings, concurrency))
+    games = np.exp(mu + sigma * z[: 2 * pairs])
+    return greedy_makespan(games, min(concurrency, 2 * pairs)) / speed
+
+
 def run_reference(entropy: int, seed: int, num_pairs: int, settings, workers=None) -> ReferenceRun:
     """Simulate one seed's asynchronous schedule with an event queue.
 
@@ -75,18 +99,9 @@ def run_reference(entropy: int, seed: int, num_pairs: int, settings, workers=Non
         concurrency, speed = reference_workers(entropy, seed, settings)
     else:
         concurrency, speed = [int(c) for c in workers[0]], [float(v) for v in workers[1]]
-    mu = math.log(settings.duration_median)
-    sigma = (math.log(settings.duration_p95) - math.log(settings.duration_median)) / 1.645
     generators = [
         streams.generator(entropy, seed, "durations", w) for w in range(settings.num_workers)
     ]
-
-    def full_job_pairs(w: int) -> int:
-        if settings.batch == "fixed":
-            return settings.batch_size
-        games = concurrency[w] * 4 * int(round(settings.tc_ratio))
-        return max(games // 2, 1)
-
     run = ReferenceRun(concurrency, speed, [], [], [], [], [], [], [])
     queue: list[tuple[float, int, int]] = []
     dispatched = 0
@@ -94,11 +109,8 @@ def run_reference(entropy: int, seed: int, num_pairs: int, settings, workers=Non
 
     def dispatch(w: int, now: float) -> None:
         nonlocal dispatched
-        full = full_job_pairs(w)
-        pairs = min(full, num_pairs - dispatched)
-        z = generators[w].standard_normal(2 * full)  # the job's whole block
-        games = np.exp(mu + sigma * z[: 2 * pairs])
-        wall = greedy_makespan(games, min(concurrency[w], 2 * pairs)) / speed[w]
+        pairs = min(uncut_job_pairs(settings, concurrency[w]), num_pairs - dispatched)
+        wall = job_wall_time(generators[w], settings, concurrency[w], speed[w], pairs)
         job = len(run.job_worker)
         run.job_worker.append(w)
         run.job_pairs.append(pairs)

@@ -55,7 +55,7 @@ from spsa_bench.dispatch.asynchronous import AsyncSettings
 from spsa_bench.model import pentanomial, streams
 from spsa_bench.model.bowl import Problem
 from spsa_bench.optimizers.base import Report
-from spsa_bench.reference.async_runner import greedy_makespan, reference_workers
+from spsa_bench.reference.async_runner import job_wall_time, reference_workers, uncut_job_pairs
 
 ITERATION_COUNTERS = ("arrival", "dispatch")
 SIGNALS = ("raw", "scaled")
@@ -78,6 +78,16 @@ class ReferenceJob:
     opponent_elo: float
     net_wins: int
     signal: float
+
+    def report(self) -> Report:
+        """The job's report, as one seed's arrays."""
+        return Report(
+            n_pairs=np.array([self.pairs], dtype=np.int64),
+            signal=np.array([self.signal]),
+            flip=self.flip[None, :].copy(),
+            c=self.c[None, :].copy(),
+            iter_local=np.array([self.iter_local], dtype=np.int64),
+        )
 
 
 @dataclass
@@ -143,6 +153,122 @@ def pair_outcome(draw: int, probs) -> int:
     return value
 
 
+@dataclass
+class _Workers:
+    """The worker pool of one seed and how long its jobs take.
+
+    Asynchronous: drawn as in :mod:`spsa_bench.reference.async_runner`, a job's
+    wall time from its worker's duration stream. Synchronous (an integer batch
+    size): one worker, and a logical clock that advances by one per job.
+    """
+
+    settings: AsyncSettings | None
+    concurrency: list[int]
+    speed: list[float]
+    durations: list  # one generator per worker (asynchronous)
+    batch_size: int = 0
+
+    @classmethod
+    def of(cls, entropy: int, seed: int, batch: AsyncSettings | int) -> _Workers:
+        if isinstance(batch, AsyncSettings):
+            concurrency, speed = reference_workers(entropy, seed, batch)
+            durations = [
+                streams.generator(entropy, seed, "durations", w) for w in range(batch.num_workers)
+            ]
+            return cls(batch, concurrency, speed, durations)
+        if int(batch) < 1:
+            raise ValueError("batch size must be >= 1")
+        return cls(None, [1], [1.0], [], int(batch))
+
+    @property
+    def count(self) -> int:
+        return len(self.concurrency)
+
+    def job_pairs(self, w: int) -> int:
+        """Uncut job size of worker ``w``."""
+        if self.settings is None:
+            return self.batch_size
+        return uncut_job_pairs(self.settings, self.concurrency[w])
+
+    def finish_time(self, w: int, now: float, pairs: int) -> float:
+        """When a job of ``pairs`` pairs dispatched to worker ``w`` at ``now`` arrives."""
+        if self.settings is None:
+            return now + 1.0
+        wall = job_wall_time(
+            self.durations[w], self.settings, self.concurrency[w], self.speed[w], pairs
+        )
+        return now + wall
+
+
+def play_job(bowl, view, theta, c, flip, uniforms, signal: str) -> tuple[float, int, float]:
+    """Play one job from the snapshot ``theta``: ``(opponent Elo, net wins, signal)``.
+
+    Probes ``clip(theta +- c * flip)``; opponent ``-(Elo(plus) - Elo(minus))``
+    clipped to the pentanomial model's range; each pair's outcome by inverse CDF
+    of its uniform; the signal is the net wins, raw or divided by ``2 sqrt(P)``.
+    """
+    plus = np.minimum(np.maximum(theta + c * flip, view.theta_min), view.theta_max)
+    minus = np.minimum(np.maximum(theta - c * flip, view.theta_min), view.theta_max)
+    opponent = -(true_elo(bowl, plus) - true_elo(bowl, minus))
+    limit = pentanomial.MAX_OPPONENT_ELO
+    opponent = max(-limit, min(limit, opponent))
+    probs = pentanomial.probabilities(np.array([opponent]))[0]
+    net = 0
+    for draw in uniforms:
+        net += pair_outcome(int(draw), probs)
+    value = float(net) if signal == "raw" else net / (2.0 * math.sqrt(view.num_params))
+    return opponent, net, value
+
+
+@dataclass
+class _SeedInputs:
+    """One seed's fixed inputs: the optimizer, the problem, the worker pool, the draws."""
+
+    optimizer: object
+    problem: Problem
+    workers: _Workers
+    flips: np.ndarray  # (job, param), row j for the j-th job in dispatch order
+    uniforms: np.ndarray  # (pair,) the seed's match draws
+    iteration_counter: str
+    signal: str
+
+    def dispatch(
+        self, state, w: int, now: float, job: int, pairs: int, dispatched: int, arrived: int
+    ) -> ReferenceJob:
+        """Job ``job`` of ``pairs`` pairs to worker ``w`` at ``now``, after ``dispatched``
+        pairs went out and ``arrived`` came back: played at once from the snapshot."""
+        finish = self.workers.finish_time(w, now, pairs)
+        k = arrived if self.iteration_counter == "arrival" else dispatched
+        iter_local = k + 1
+        c = np.array(self.optimizer.perturbation(np.array([iter_local]))[0], dtype=np.float64)
+        theta = np.array(self.optimizer.export(state)[0], dtype=np.float64)  # the snapshot
+        flip = self.flips[job].astype(np.float64)
+        opponent, net, value = play_job(
+            self.problem.bowl,
+            self.problem.view,
+            theta,
+            c,
+            flip,
+            self.uniforms[dispatched : dispatched + pairs],
+            self.signal,
+        )
+        return ReferenceJob(
+            worker=w,
+            pairs=pairs,
+            offset=dispatched,
+            arrived_before=arrived,
+            iter_local=iter_local,
+            dispatch_time=now,
+            finish_time=finish,
+            c=c,
+            flip=flip,
+            theta_snapshot=theta,
+            opponent_elo=opponent,
+            net_wins=net,
+            signal=value,
+        )
+
+
 def run_runner_reference(
     kind: str,
     hyper,
@@ -161,112 +287,51 @@ def run_runner_reference(
     ``batch`` is an :class:`AsyncSettings` (asynchronous runner) or an integer
     batch size in pairs (synchronous runner). ``optimizer`` optionally gives an
     already built optimizer instead of ``kind``/``hyper`` (for spies).
+
+    The event loop is the textbook one of the module docstring. It keeps its own
+    counters (pairs dispatched and arrived, staleness) on purpose rather than the
+    vectorized bookkeeping of :mod:`spsa_bench.dispatch.schedule`, which it checks.
     """
     if iteration_counter not in ITERATION_COUNTERS:
         raise ValueError(f"iteration_counter must be one of {ITERATION_COUNTERS}")
     if signal not in SIGNALS:
         raise ValueError(f"signal must be one of {SIGNALS}")
-    view, bowl = problem.view, problem.bowl
-    n_params = view.num_params
     if optimizer is None:
-        optimizer = optimizers.build(kind, view, hyper)
-
-    if isinstance(batch, AsyncSettings):
-        settings = batch
-        n_workers = settings.num_workers
-        concurrency, speed = reference_workers(entropy, seed, settings)
-        mu = math.log(settings.duration_median)
-        sigma = (math.log(settings.duration_p95) - math.log(settings.duration_median)) / 1.645
-        durations = [streams.generator(entropy, seed, "durations", w) for w in range(n_workers)]
-
-        def full_job_pairs(w: int) -> int:
-            if settings.batch == "fixed":
-                return settings.batch_size
-            games = concurrency[w] * 4 * int(round(settings.tc_ratio))
-            return max(games // 2, 1)
-    else:
-        settings = None
-        batch_size = int(batch)
-        if batch_size < 1:
-            raise ValueError("batch size must be >= 1")
-        n_workers = 1
-        concurrency, speed = [1], [1.0]
-
-        def full_job_pairs(w: int) -> int:
-            return batch_size
-
+        optimizer = optimizers.build(kind, problem.view, hyper)
+    workers = _Workers.of(entropy, seed, batch)
     # Every job but the last has at least the smallest full size: a bound on the job count.
-    smallest = min(full_job_pairs(w) for w in range(n_workers))
-    max_jobs = -(-num_pairs // smallest)
-    flips = streams.flips(entropy, np.array([seed]), max_jobs, n_params)[0]
-    uniforms = streams.match_draws(entropy, np.array([seed]), num_pairs)[0]
+    max_jobs = -(-num_pairs // min(workers.job_pairs(w) for w in range(workers.count)))
+    inputs = _SeedInputs(
+        optimizer,
+        problem,
+        workers,
+        flips=streams.flips(entropy, np.array([seed]), max_jobs, problem.view.num_params)[0],
+        uniforms=streams.match_draws(entropy, np.array([seed]), num_pairs)[0],
+        iteration_counter=iteration_counter,
+        signal=signal,
+    )
 
     state = optimizer.init(1)
-    run = ReferenceRun(optimizer.export(state)[0].copy(), list(concurrency), list(speed))
-    queue: list[tuple[float, int, int]] = []
+    run = ReferenceRun(
+        optimizer.export(state)[0].copy(), list(workers.concurrency), list(workers.speed)
+    )
+    queue: list[tuple[float, int, int]] = []  # (finish_time, worker, job)
     dispatched = 0  # pairs handed out
     arrived = 0  # pairs reported back
-
-    def dispatch(w: int, now: float) -> None:
-        nonlocal dispatched
-        pairs = min(full_job_pairs(w), num_pairs - dispatched)
-        if settings is not None:
-            full = full_job_pairs(w)
-            z = durations[w].standard_normal(2 * full)  # the job's whole block
-            games = np.exp(mu + sigma * z[: 2 * pairs])
-            finish = now + greedy_makespan(games, min(concurrency[w], 2 * pairs)) / speed[w]
-        else:
-            finish = now + 1.0
-        job = len(run.jobs)
-        k = arrived if iteration_counter == "arrival" else dispatched
-        iter_local = k + 1
-        c = np.array(optimizer.perturbation(np.array([iter_local]))[0], dtype=np.float64)
-        theta = np.array(optimizer.export(state)[0], dtype=np.float64)  # the snapshot
-        flip = flips[job].astype(np.float64)
-        plus = np.minimum(np.maximum(theta + c * flip, view.theta_min), view.theta_max)
-        minus = np.minimum(np.maximum(theta - c * flip, view.theta_min), view.theta_max)
-        opponent = -(true_elo(bowl, plus) - true_elo(bowl, minus))
-        limit = pentanomial.MAX_OPPONENT_ELO
-        opponent = max(-limit, min(limit, opponent))
-        probs = pentanomial.probabilities(np.array([opponent]))[0]
-        net = 0
-        for index in range(dispatched, dispatched + pairs):
-            net += pair_outcome(int(uniforms[index]), probs)
-        value = float(net) if signal == "raw" else net / (2.0 * math.sqrt(n_params))
-        run.jobs.append(
-            ReferenceJob(
-                worker=w,
-                pairs=pairs,
-                offset=dispatched,
-                arrived_before=arrived,
-                iter_local=iter_local,
-                dispatch_time=now,
-                finish_time=finish,
-                c=c,
-                flip=flip,
-                theta_snapshot=theta,
-                opponent_elo=opponent,
-                net_wins=net,
-                signal=value,
-            )
-        )
-        heapq.heappush(queue, (finish, w, job))
-        dispatched += pairs
-
-    for w in range(n_workers):
-        if dispatched < num_pairs:
-            dispatch(w, 0.0)
-    while arrived < num_pairs:
-        now, w, job = heapq.heappop(queue)
+    asking = [(0.0, w) for w in range(workers.count)]  # (time, worker) asking for work
+    while True:
+        for now, w in asking:  # a worker asking for work gets a job while budget remains
+            if dispatched < num_pairs:
+                pairs = min(workers.job_pairs(w), num_pairs - dispatched)
+                job = len(run.jobs)
+                run.jobs.append(inputs.dispatch(state, w, now, job, pairs, dispatched, arrived))
+                heapq.heappush(queue, (run.jobs[job].finish_time, w, job))
+                dispatched += pairs
+        if arrived == num_pairs:
+            break
+        now, w, job = heapq.heappop(queue)  # the earliest finish arrives
         played = run.jobs[job]
-        report = Report(
-            n_pairs=np.array([played.pairs], dtype=np.int64),
-            signal=np.array([played.signal]),
-            flip=played.flip[None, :].copy(),
-            c=played.c[None, :].copy(),
-            iter_local=np.array([played.iter_local], dtype=np.int64),
-        )
-        state = optimizer.update(state, report)
+        state = optimizer.update(state, played.report())  # on the current state
         staleness = arrived - played.arrived_before
         arrived += played.pairs
         run.events.append(
@@ -279,7 +344,6 @@ def run_runner_reference(
                 theta=np.array(optimizer.export(state)[0], dtype=np.float64),
             )
         )
-        if dispatched < num_pairs:
-            dispatch(w, now)
+        asking = [(now, w)]
     assert not queue and arrived == dispatched == num_pairs
     return run
