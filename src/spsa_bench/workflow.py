@@ -37,19 +37,33 @@ def config_chunks(config: Config) -> list[tuple[int, int]]:
     return seed_chunks(config.seeds_first, config.seeds_count, config.seeds_per_job)
 
 
-def _canonical(value, schema: dict | None):
-    """``value`` with integers written as floats wherever ``schema`` says ``number``."""
+def _map_leaves(value, schema: dict | None, leaf):
+    """``value`` with every non-container ``item`` replaced by ``leaf(item, its schema)``.
+
+    Walks dicts (``properties``, else a dict-valued ``additionalProperties``) and lists
+    (``items``) alongside the JSON Schema.
+    """
     schema = schema or {}
     if isinstance(value, dict):
         props = schema.get("properties", {})
         extra = schema.get("additionalProperties")
         extra = extra if isinstance(extra, dict) else None
-        return {key: _canonical(item, props.get(key, extra)) for key, item in value.items()}
+        return {key: _map_leaves(item, props.get(key, extra), leaf) for key, item in value.items()}
     if isinstance(value, list):
-        return [_canonical(item, schema.get("items")) for item in value]
+        return [_map_leaves(item, schema.get("items"), leaf) for item in value]
+    return leaf(value, schema)
+
+
+def _as_number(value, schema: dict):
+    """Integers as floats where the schema says ``number``."""
     if schema.get("type") == "number" and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
     return value
+
+
+def _canonical(value, schema: dict | None):
+    """``value`` with integers written as floats wherever ``schema`` says ``number``."""
+    return _map_leaves(value, schema, _as_number)
 
 
 def arm_settings(config: Config, optimizer: str) -> dict:
@@ -126,15 +140,8 @@ def run_path(batch_mode: str, scenario: str, optimizer: str, chunk: Sequence[int
     return f"results/runs/{batch_mode}/{scenario}/{optimizer}/seeds-{a}-{b}.nc"
 
 
-def _coerce(value, schema: dict | None):
-    schema = schema or {}
-    if isinstance(value, dict):
-        props = schema.get("properties", {})
-        extra = schema.get("additionalProperties")
-        extra = extra if isinstance(extra, dict) else None
-        return {key: _coerce(item, props.get(key, extra)) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_coerce(item, schema.get("items")) for item in value]
+def _from_string(value, schema: dict):
+    """A string as the integer or number its schema asks for (else unchanged)."""
     if isinstance(value, str):
         kind = schema.get("type")
         try:
@@ -145,6 +152,10 @@ def _coerce(value, schema: dict | None):
         except ValueError:
             return value  # left for the schema to report
     return value
+
+
+def _coerce(value, schema: dict | None):
+    return _map_leaves(value, schema, _from_string)
 
 
 def coerce_strings(raw: dict) -> dict:

@@ -83,6 +83,14 @@ def optimizer_dashes(names: Sequence[str]) -> dict[str, str]:
     return {name: _KIND_DASHES.get(name, "-") for name in names}
 
 
+def _say_no_async(axes) -> None:
+    """A note in place of the panels when the grid has no asynchronous batch mode."""
+    for ax in axes:
+        ax.text(
+            0.5, 0.5, "no asynchronous batch mode", ha="center", va="center", transform=ax.transAxes
+        )
+
+
 def _style() -> None:
     sns.set_theme(context="notebook", style="whitegrid", font_scale=0.85)
 
@@ -334,15 +342,7 @@ def async_staleness(schedules: Mapping[str, xr.Dataset]) -> plt.Figure:
     fig, axes = _grid(1, 2, width=5.0, height=3.4)
     colours = dict(zip(schedules, BATCH_MODE_COLOURS, strict=False))
     if not schedules:
-        for ax in axes[0]:
-            ax.text(
-                0.5,
-                0.5,
-                "no asynchronous batch mode",
-                ha="center",
-                va="center",
-                transform=ax.transAxes,
-            )
+        _say_no_async(axes[0])
     rows = []
     top = max(
         (float(np.nanmax(sched["staleness"].values)) for sched in schedules.values()), default=1.0
@@ -404,15 +404,7 @@ def async_workers(schedules: Mapping[str, xr.Dataset]) -> plt.Figure:
     modes = list(schedules)
     fig, axes = _grid(max(len(modes), 1), 2, width=4.6, height=3.2)
     if not modes:
-        for ax in axes[0]:
-            ax.text(
-                0.5,
-                0.5,
-                "no asynchronous batch mode",
-                ha="center",
-                va="center",
-                transform=ax.transAxes,
-            )
+        _say_no_async(axes[0])
         return fig
     rng = np.random.default_rng(0)
     for i, mode in enumerate(modes):

@@ -267,23 +267,7 @@ class NoiseModel:
         """Float thresholds ``(n, 4)`` (cumulative LL, +DL, +DD, +WD) from the table."""
         if self.vendored:
             return pentanomial.fast_thresholds(opponent_elo)
-        columns = self._columns
-        x = np.asarray(opponent_elo, dtype=np.float64)
-        if np.isnan(x).any():
-            raise ValueError("opponent Elo must not be NaN")
-        y = np.clip(x, -MAX_OPPONENT_ELO, MAX_OPPONENT_ELO)
-        y += MAX_OPPONENT_ELO
-        y *= 1.0 / _STEP
-        cell = np.minimum(y.astype(np.intp), columns.shape[1] - 1)
-        local = y - cell
-        coefficients = columns.take(cell, axis=1)
-        out = coefficients[0:4] * local
-        out += coefficients[4:8]
-        out *= local
-        out += coefficients[8:12]
-        out *= local
-        out += coefficients[12:16]
-        return out.T
+        return pentanomial.threshold_table_columns(self._columns, _STEP, opponent_elo).T
 
     def fast_draw_thresholds(self, opponent_elo: np.ndarray) -> np.ndarray:
         """uint32 thresholds ``(n, 4)`` for 32-bit draws, from the table (the hot path).

@@ -447,17 +447,30 @@ _THRESHOLD_COLUMNS.setflags(write=False)
 
 def _fast_threshold_columns(opponent_elo: np.ndarray) -> np.ndarray:
     """The interpolated thresholds, shape ``(4, n)``: row ``j`` is threshold ``j`` of every input."""
+    return threshold_table_columns(_THRESHOLD_COLUMNS, _THRESHOLD_STEP, opponent_elo)
+
+
+def threshold_table_columns(
+    columns: np.ndarray, step: float, opponent_elo: np.ndarray
+) -> np.ndarray:
+    """Evaluate a coefficient-major Hermite threshold table, shape ``(4, n)``.
+
+    ``columns`` is ``(16, cells)`` (rows c3 of the four thresholds, then c2, c1, c0) on a grid
+    of ``step`` Elo from -599; the opponent Elo is clipped to +-599 first. On cell ``j`` with
+    local coordinate ``f`` a threshold is ``((c3 f + c2) f + c1) f + c0``. Shared by every
+    noise model's table.
+    """
     x = np.asarray(opponent_elo, dtype=np.float64)
     if np.isnan(x).any():
         raise ValueError("opponent Elo must not be NaN")
     y = np.maximum(x, -MAX_OPPONENT_ELO)
     np.minimum(y, MAX_OPPONENT_ELO, out=y)
     y += MAX_OPPONENT_ELO
-    y *= 1.0 / _THRESHOLD_STEP
+    y *= 1.0 / step
     cell = y.astype(np.intp)
-    np.minimum(cell, _THRESHOLD_CELLS - 1, out=cell)
+    np.minimum(cell, columns.shape[1] - 1, out=cell)
     local = y - cell
-    coefficients = _THRESHOLD_COLUMNS.take(cell, axis=1)
+    coefficients = columns.take(cell, axis=1)
     out = coefficients[0:4] * local
     out += coefficients[4:8]
     out *= local
