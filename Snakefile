@@ -30,6 +30,7 @@ include: "workflow/rules/simulate.smk"
 include: "workflow/rules/aggregate.smk"
 include: "workflow/rules/figures.smk"
 include: "workflow/rules/validation.smk"
+include: "workflow/rules/noise.smk"
 
 
 rule all:

@@ -341,3 +341,23 @@ def test_integer_draws_sample_like_uniforms():
     assert pt.draw_thresholds(np.array([[0.0, 0.5, 1.0, 1.0]])).tolist() == [
         [0, 2**31, 2**32 - 1, 2**32 - 1]
     ]
+
+
+@pytest.mark.parametrize(("rows", "pairs"), [(7, 1), (50, 36), (9, 1023), (4, 1024), (3, 2500)])
+def test_counts_and_net_wins_equal_the_plain_counts(rows, pairs):
+    """The packed form (fewer than 1024 pairs a row) and the per-threshold form agree
+    with counts_from_uniforms and net_wins_from_uniforms; so does the segment form."""
+    rng = np.random.default_rng(rows * 10_000 + pairs)
+    draws = rng.integers(0, 2**32, size=(rows, pairs), dtype=np.uint64).astype(np.uint32)
+    thresholds = pt.draw_thresholds(pt.thresholds(pt.probabilities(rng.uniform(-80, 80, rows))))
+    counts, net = pt.counts_and_net_wins(draws, thresholds)
+    np.testing.assert_array_equal(counts, pt.counts_from_uniforms(draws, thresholds))
+    np.testing.assert_array_equal(net, pt.net_wins_from_uniforms(draws, thresholds, unpadded=True))
+    assert counts.sum() == rows * pairs and counts.min() >= 0
+    sizes = rng.integers(0, pairs + 1, size=rows)
+    flat = np.concatenate([draws[r, : sizes[r]] for r in range(rows)])
+    seg_counts, seg_net = pt.counts_and_net_wins_from_segments(flat, thresholds, sizes)
+    for r in range(rows):
+        one = pt.counts_from_uniforms(draws[r : r + 1, : sizes[r]], thresholds[r : r + 1])[0]
+        np.testing.assert_array_equal(seg_counts[r], one)
+        assert seg_net[r] == one @ pt.OUTCOME_VALUES

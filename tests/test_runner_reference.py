@@ -17,6 +17,7 @@ from spsa_bench.dispatch.schedule import sync_schedule
 from spsa_bench.engine.replay import replay
 from spsa_bench.engine.simulate import make_problem, make_schedule, simulate
 from spsa_bench.model import pentanomial
+from spsa_bench.model.noise import VENDORED, noise_model
 from spsa_bench.optimizers import REGISTRY, hyper_from_dict
 from spsa_bench.optimizers.base import Report
 from spsa_bench.reference.runner import run_runner_reference
@@ -95,7 +96,9 @@ def spied(optimizer):
     return dataclasses.replace(optimizer, update=update), log
 
 
-def run_replay(kind, schedule, *, counter="arrival", signal="raw", hyper=None, checkpoints=41):
+def run_replay(
+    kind, schedule, *, counter="arrival", signal="raw", hyper=None, checkpoints=41, noise=VENDORED
+):
     optimizer, log = spied(optimizers.build(kind, PROBLEM.view, hyper))
     result = replay(
         optimizer,
@@ -107,6 +110,7 @@ def run_replay(kind, schedule, *, counter="arrival", signal="raw", hyper=None, c
         iteration_counter=counter,
         checkpoints=checkpoints,
         compact=False,  # keep every seed's row in every event, so the spy lines up by seed
+        noise=noise,
     )
     return result, log
 
@@ -162,6 +166,9 @@ def assert_runner_matches_reference(schedule, result, log, refs, counter):
         )
         assert result.n_updates[row] == n
         assert result.total_pairs[row] == ref.total_pairs == NUM_PAIRS
+        # every pair's outcome, counted
+        counted = np.sum([j.outcome_counts for j in jobs], axis=0)
+        np.testing.assert_array_equal(result.outcome_counts[row], counted)
 
 
 @pytest.mark.parametrize("signal", ["raw", "scaled"])
@@ -187,6 +194,37 @@ def test_vectorized_runner_equals_reference_other_kinds(kind, mode, counter, sig
     result, log = run_replay(kind, schedule, counter=counter, signal=signal)
     refs = [reference(kind, mode, seed, counter, signal) for seed in SEEDS]
     assert_runner_matches_reference(schedule, result, log, refs, counter)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("setting", ["LTC", {"draw_rate": 0.3, "sigma2": 0.8}])
+def test_vectorized_runner_equals_reference_under_calibrated_noise(setting, mode):
+    """With a calibrated noise model the replay (table thresholds) and the reference
+    (the model's exact probabilities) agree event by event, counts included; and the
+    noise is not vacuous: the outcomes differ from the vendored model's."""
+    noise = noise_model(setting)
+    schedule = schedule_of(mode, SEEDS)
+    result, log = run_replay("spsa", schedule, noise=noise)
+    refs = [
+        run_runner_reference(
+            "spsa",
+            None,
+            PROBLEM,
+            ENTROPY,
+            seed,
+            NUM_PAIRS,
+            batch_of(CONFIG.batch_mode(mode)),
+            noise=noise,
+        )
+        for seed in SEEDS
+    ]
+    assert_runner_matches_reference(schedule, result, log, refs, "arrival")
+    vendored, _ = run_replay("spsa", schedule)
+    assert not np.array_equal(result.outcome_counts, vendored.outcome_counts)
+    # DD is more (LTC) or less (draw rate 0.3) frequent than under the vendored model
+    shares = [r.outcome_counts[:, 2].sum() / r.outcome_counts.sum() for r in (result, vendored)]
+    expected = [m.probabilities(np.zeros(1))[0, 2] for m in (noise, VENDORED)]
+    assert np.sign(shares[0] - shares[1]) == np.sign(expected[0] - expected[1])
 
 
 def test_conventions_change_the_run():
@@ -255,20 +293,20 @@ def test_schedule_is_identical_across_optimizers(monkeypatch):
     kinds = ("spsa", "spsa-block", "sf-sgd-block", "sf-adam", "adam", "ademamix")
     seed = (5,)
     seen = {}
-    original = pentanomial.net_wins_from_uniforms
+    original = pentanomial.counts_and_net_wins
     for kind in kinds:
         uniforms = []
 
-        def record(u, thresholds, uniforms=uniforms, **options):
+        def record(u, thresholds, uniforms=uniforms):
             uniforms.append(np.array(u, copy=True))
-            return original(u, thresholds, **options)
+            return original(u, thresholds)
 
-        monkeypatch.setattr(pentanomial, "net_wins_from_uniforms", record)
+        monkeypatch.setattr(pentanomial, "counts_and_net_wins", record)
         schedule = make_schedule(CONFIG, CONFIG.batch_mode("async-variable"), seed)
         _, log = run_replay(kind, schedule)
         reports, _ = log.stacked()
         seen[kind] = (reports, uniforms, schedule)
-    monkeypatch.setattr(pentanomial, "net_wins_from_uniforms", original)
+    monkeypatch.setattr(pentanomial, "counts_and_net_wins", original)
     base_reports, base_uniforms, base_schedule = seen[kinds[0]]
     assert len(base_reports["n_pairs"]) > 2 * CONFIG.batch_mode("async-variable").workers
     assert len(base_uniforms) == len(base_reports["n_pairs"])  # one draw set per job

@@ -259,4 +259,15 @@ def get_final_outputs():
         f"results/figures/{name}.{ext}" for name in FIGURES for ext in ("png", "svg")
     ]
     outputs += get_validation_files()
+    outputs += ["results/figures/noise_models.png", "results/figures/noise_models.svg"]
     return outputs
+
+
+def get_noise_settings():
+    """The noise models the figure shows: vendored, the presets, then every other
+    setting the configuration's scenarios use (each once, in order)."""
+    settings = ["vendored", "STC", "LTC", "VLTC"]
+    for scenario in BENCH.scenarios.values():
+        if scenario["noise"] not in settings:
+            settings.append(scenario["noise"])
+    return settings

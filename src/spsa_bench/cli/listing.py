@@ -36,7 +36,11 @@ def run(args: argparse.Namespace) -> int:
     for name, scenario in config.scenarios.items():
         count = sum(g["count"] for g in scenario["groups"])
         description = scenario.get("description", "")
-        print(f"  {name:<18} {count} params, start_elo {scenario['start_elo']}: {description}")
+        noise = scenario.get("noise", "vendored")
+        print(
+            f"  {name:<18} {count} params, start_elo {scenario['start_elo']}, noise {noise}: "
+            f"{description}"
+        )
     last = config.seeds_first + config.seeds_count - 1
     print(f"seeds: {config.seeds_first}..{last} ({config.seeds_per_job} per job)")
     print_kinds()

@@ -7,10 +7,10 @@ import argparse
 import sys
 
 from spsa_bench import __version__
-from spsa_bench.cli import bench, listing, schedule, schema, simulate, validate
+from spsa_bench.cli import bench, listing, noise, schedule, schema, simulate, validate
 from spsa_bench.config.loader import ConfigError
 
-COMMANDS = (simulate, listing, schema, validate, schedule, bench)
+COMMANDS = (simulate, listing, schema, validate, schedule, bench, noise)
 
 
 def build_parser() -> argparse.ArgumentParser:

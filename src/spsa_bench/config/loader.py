@@ -33,6 +33,7 @@ DEFAULTS: dict[str, Any] = {
     "entropy": 20261122,
     "baseline": "spsa",
     "targets": [0.5, 0.8, 0.9],
+    "noise": "vendored",
 }
 
 
@@ -305,6 +306,16 @@ def _resolve_batch_mode(name: str, raw: dict, num_pairs: int) -> tuple[BatchMode
     return mode, resolved
 
 
+def _check_noise(key: str, setting) -> None:
+    """Calibrate the noise model now, so a setting no model reaches is refused by key."""
+    from spsa_bench.model.noise import NoiseError, noise_model
+
+    try:
+        noise_model(setting)
+    except NoiseError as error:
+        raise ConfigError(f"{key}: {error}") from None
+
+
 def resolve(raw: dict) -> Config:
     """Validate ``raw`` (parsed YAML) and resolve it into a :class:`Config`."""
     validate_raw(raw)
@@ -320,9 +331,12 @@ def resolve(raw: dict) -> Config:
         batch_modes[name], data["batch_modes"][name] = _resolve_batch_mode(
             name, mode_raw, num_pairs
         )
+    _check_noise("noise", data["noise"])
     for name, scenario in data["scenarios"].items():
         _check_scenario(name, scenario)
         _check_problem(name, scenario, num_pairs)
+        scenario.setdefault("noise", copy.deepcopy(data["noise"]))
+        _check_noise(f"scenarios.{name}.noise", scenario["noise"])
 
     optimizers = {}
     for name, arm_raw in data["optimizers"].items():

@@ -117,6 +117,31 @@ GROUP = _object(
     required=("name", "count", "theta_start", "theta_peak", "w_true", "w_dev"),
 )
 
+NOISE = {
+    "description": (
+        "game-pair noise model: vendored (spec 000's pentanomial model, ~50% draws), a "
+        "preset calibrated to real Fishtest tunes (STC, LTC, VLTC), or {draw_rate, sigma2} "
+        "at equal strength (sigma2 = var(pair net wins) / 2)"
+    ),
+    "oneOf": [
+        {"type": "string", "enum": ["vendored", "STC", "LTC", "VLTC"]},
+        _object(
+            "a custom member of the calibrated family",
+            {
+                "draw_rate": _num(
+                    "per-game draw rate at equal strength", exclusiveMinimum=0, exclusiveMaximum=1
+                ),
+                "sigma2": _num(
+                    "var(pair net wins) / 2 at equal strength, at least 1 - draw_rate",
+                    exclusiveMinimum=0,
+                    maximum=2,
+                ),
+            },
+            required=("draw_rate", "sigma2"),
+        ),
+    ],
+}
+
 SCENARIO = _object(
     "A tuning problem: parameter groups and the Elo geometry.",
     {
@@ -129,6 +154,10 @@ SCENARIO = _object(
         "c_fraction": _num(
             "probe step as a fraction of the developer's range", exclusiveMinimum=0, maximum=1
         ),
+        "noise": {
+            **NOISE,
+            "description": "this scenario's noise model (default: the top-level noise)",
+        },
         "groups": {
             "type": "array",
             "minItems": 1,
@@ -195,6 +224,11 @@ def build_schema(rows: Mapping[str, OptimizerSpec] | None = None) -> dict:
                 "description": "iter_local = pairs arrived + 1 (Fishtest) or pairs dispatched + 1 (the original lab)",
             },
             "entropy": _int("base entropy of every random stream", minimum=0),
+            "noise": {
+                **NOISE,
+                "description": NOISE["description"]
+                + "; default for every scenario (default: vendored)",
+            },
             "seeds": _object(
                 "the seeds to run",
                 {

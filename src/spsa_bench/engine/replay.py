@@ -28,6 +28,7 @@ from spsa_bench.dispatch.schedule import Schedule
 from spsa_bench.model import pentanomial, streams
 from spsa_bench.model.bowl import TrueBowl
 from spsa_bench.model.developer import DeveloperView
+from spsa_bench.model.noise import VENDORED, NoiseModel
 from spsa_bench.optimizers.base import Optimizer, Report
 
 SIGNALS = ("raw", "scaled")
@@ -48,6 +49,7 @@ class RunResult:
     avg_step_size_last_100: np.ndarray  # (seed,)
     total_pairs: np.ndarray  # (seed,)
     n_updates: np.ndarray  # (seed,)
+    outcome_counts: np.ndarray  # (seed, 5): LL, DL, DD, WD, WW of every pair played
 
 
 def pairs_grid(num_pairs: int, points: int) -> np.ndarray:
@@ -203,8 +205,10 @@ class _Replay:
         signal: str,
         iteration_counter: str,
         checkpoints: int,
+        noise: NoiseModel,
     ):
         self.optimizer, self.schedule, self.bowl, self.view = optimizer, schedule, bowl, view
+        self.noise = noise
         n_seeds, n_params = schedule.num_seeds, view.num_params
         self.n_events = schedule.arrival_job.shape[1]
         self.signal_scale = 1.0 if signal == "raw" else 1.0 / (2.0 * np.sqrt(n_params))
@@ -223,6 +227,7 @@ class _Replay:
             name: np.full_like(self.theta_out, np.nan) for name in optimizer.extras(self.state)
         }
         self.step_norm = np.zeros((n_seeds, self.n_events))
+        self.outcome_counts = np.zeros((n_seeds, 5), dtype=np.int64)
         self.last_steps_from = int(schedule.n_jobs.min()) - LAST_STEPS
         self.next_compaction_check = int(schedule.n_jobs.min())
 
@@ -255,6 +260,7 @@ class _Replay:
             ),
             total_pairs=self.schedule.job_pairs.sum(axis=1),
             n_updates=self.schedule.n_jobs.copy(),
+            outcome_counts=self.outcome_counts,
         )
 
     def dispatch(self, job: int) -> None:
@@ -268,11 +274,12 @@ class _Replay:
         else:
             c = self.optimizer.perturbation(seeds.iter_local[:, job])
         flip = seeds.flips_by_job[job].astype(np.float64)
-        thresholds = pentanomial.fast_draw_thresholds(self._opponent_elo(job, c * flip))
+        thresholds = self.noise.fast_draw_thresholds(self._opponent_elo(job, c * flip))
         if seeds.job_uniform[job]:
             start = seeds.job_offset[0, job]
             u = seeds.uniforms[:, start : start + seeds.job_pairs[0, job]]
-            net = pentanomial.net_wins_from_uniforms(u, thresholds, unpadded=True)
+            counts, net = pentanomial.counts_and_net_wins(u, thresholds)
+            self.outcome_counts[seeds.origin] += counts
             slot = seeds.job_worker[0, job]
             if self.lockstep:  # fresh arrays, handed over whole: nothing to copy
                 self.in_flight[slot] = (c, flip, net)
@@ -284,7 +291,8 @@ class _Replay:
             u = _job_uniforms(
                 seeds.flat_uniforms, self.schedule.num_pairs, seeds.job_offset[:, job], sizes
             )
-            net = pentanomial.net_wins_from_segments(u, thresholds, sizes)
+            counts, net = pentanomial.counts_and_net_wins_from_segments(u, thresholds, sizes)
+            self.outcome_counts[seeds.origin] += counts
             slot, rows = seeds.job_slot[:, job], seeds.rows
             seeds.slot_c[rows, slot], seeds.slot_flip[rows, slot] = c, flip
             seeds.slot_result[rows, slot] = net
@@ -393,12 +401,15 @@ def replay(
     checkpoints: int = 101,
     progress: Callable[[int, int], None] | None = None,
     compact: bool = True,
+    noise: NoiseModel = VENDORED,
 ) -> RunResult:
     """Run ``optimizer`` over ``schedule`` for all its seeds at once (see the module docstring).
 
     ``compact`` drops seeds from the arrays once they have no events left (the
     results are bit-identical either way; ``False`` keeps every row, for tests
     that spy on the reports). ``progress(event, n_events)`` is called now and then.
+    ``noise`` turns each job's opponent Elo into outcome thresholds (default: the
+    vendored spec model); the run also counts the pentanomial outcomes it played.
     """
     if signal not in SIGNALS:
         raise ValueError(f"signal must be one of {SIGNALS}, got {signal!r}")
@@ -411,6 +422,7 @@ def replay(
         signal=signal,
         iteration_counter=iteration_counter,
         checkpoints=checkpoints,
+        noise=noise,
     )
     return loop.run(compact, progress)
 

@@ -14,6 +14,7 @@ from spsa_bench.dispatch import kpis
 from spsa_bench.dispatch.schedule import Schedule, sync_schedule
 from spsa_bench.engine.replay import RunResult, replay
 from spsa_bench.model.bowl import Problem, build_problem
+from spsa_bench.model.noise import OUTCOMES, VENDORED, NoiseModel, noise_model
 from spsa_bench.results.datasets import run_dataset
 
 
@@ -27,6 +28,11 @@ def make_problem(config: Config, scenario: str) -> Problem:
         c_fraction=spec["c_fraction"],
         num_pairs=config.num_pairs,
     )
+
+
+def make_noise(config: Config, scenario: str) -> NoiseModel:
+    """The scenario's game-pair noise model (resolved: the top-level one by default)."""
+    return noise_model(config.scenario(scenario).get("noise", "vendored"))
 
 
 def make_schedule(config: Config, mode: BatchMode, seeds: Sequence[int]) -> Schedule:
@@ -44,6 +50,7 @@ def replay_arm(
     problem: Problem,
     schedule: Schedule,
     progress: Callable[[int, int], None] | None = None,
+    noise: NoiseModel = VENDORED,
 ) -> RunResult:
     """Build ``arm`` from the developer view only (never from the bowl) and replay it."""
     built = optimizers.build(arm.kind, problem.view, arm.hyper, name=arm.name)
@@ -57,6 +64,7 @@ def replay_arm(
         iteration_counter=config.iteration_counter,
         checkpoints=config.checkpoints,
         progress=progress,
+        noise=noise,
     )
 
 
@@ -77,8 +85,9 @@ def simulate(
     seeds = list(seeds)
     if schedule is None:
         schedule = make_schedule(config, mode, seeds)
-    result = replay_arm(config, arm, problem, schedule, progress=progress)
-    return run_dataset(
+    noise = make_noise(config, scenario)
+    result = replay_arm(config, arm, problem, schedule, progress=progress, noise=noise)
+    dataset = run_dataset(
         result,
         problem,
         seeds=schedule.seeds,
@@ -90,3 +99,22 @@ def simulate(
         kpis=kpis.schedule_kpis(schedule),
         kpi_attrs=kpis.KPI_ATTRS,
     )
+    return with_outcome_counts(dataset, result.outcome_counts, noise)
+
+
+def with_outcome_counts(dataset: xr.Dataset, counts: np.ndarray, noise: NoiseModel) -> xr.Dataset:
+    """``outcome_counts(seed, outcome)`` and the noise model's attributes added to a run."""
+    dataset = dataset.assign_coords(
+        outcome=("outcome", list(OUTCOMES), {"long_name": "game-pair outcome (hero's view)"})
+    )
+    dataset["outcome_counts"] = (
+        ("seed", "outcome"),
+        counts,
+        {
+            "long_name": "game pairs played with each pentanomial outcome [count of game pairs]",
+            "units": "1",
+            "spsa_bench_unit": "pairs",
+        },
+    )
+    dataset.attrs.update(noise.attributes())
+    return dataset

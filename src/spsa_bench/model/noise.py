@@ -44,7 +44,6 @@ import functools
 import math
 
 import numpy as np
-from scipy import optimize
 
 from spsa_bench.model import pentanomial
 
@@ -101,6 +100,8 @@ def _equal_strength(delta: float, tau: float) -> tuple[float, float]:
 
 def _margin_for_draw_rate(draw_rate: float, tau: float) -> float:
     """The draw margin ``delta`` giving ``draw_rate`` at equal strength for this ``tau``."""
+    from scipy import optimize  # only when a calibrated model is built
+
     return optimize.brentq(
         lambda delta: _equal_strength(delta, tau)[0] - draw_rate, 0.0, 200.0, xtol=1e-15, rtol=1e-15
     )
@@ -127,6 +128,8 @@ def _calibrate(draw_rate: float, sigma2: float) -> tuple[float, float]:
         )
     if correlation <= 0.0:
         return _margin_for_draw_rate(draw_rate, 0.0), 0.0
+    from scipy import optimize
+
     tau = optimize.brentq(
         lambda t: _correlation(draw_rate, t) - correlation,
         0.0,

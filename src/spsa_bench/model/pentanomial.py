@@ -364,6 +364,75 @@ def net_wins_from_segments(
     return sums.astype(np.int64) - 2 * sizes
 
 
+#: Base of the packed outcome sums: each pair adds ``BASE**k`` for its outcome index ``k``, so a
+#: row of ``M < BASE`` pairs sums (exactly, below 2**53) to ``sum_k n_k BASE**k``.
+_PACK_BASE = 1024
+_PACK_BITS = np.array(10, dtype=np.int8)  # 1024**k = 2**(10 k)
+_PACK_SHIFTS = np.arange(0, 50, 10, dtype=np.int64)
+
+
+def counts_and_net_wins(
+    uniforms: np.ndarray, thresholds: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Pentanomial counts ``(seed, 5)`` and net wins ``(seed,)`` of unpadded rows, int64.
+
+    The hot path's form of :func:`counts_from_uniforms`. Each pair's outcome index
+    ``k = #{j : u >= t_j}`` (0 = LL .. 4 = WW) is summed per row as ``1024**k`` in float64,
+    one BLAS row sum for all five counts (exact while a row has fewer than 1024 pairs;
+    longer rows take one row sum per threshold). Net wins are ``sum_k (k - 2) n_k``,
+    equal to :func:`net_wins_from_uniforms`.
+    """
+    uniforms, thresholds = _check_uniforms(uniforms, thresholds)
+    rows, m = uniforms.shape
+    if m >= _PACK_BASE:
+        hits = np.empty((4, rows, m), dtype=np.bool_)
+        for j in range(4):
+            np.greater_equal(uniforms, thresholds[:, j : j + 1], out=hits[j])
+        return _counts_from_at_least(_row_sums(hits), m)
+    index = np.empty((rows, m), dtype=np.int8)
+    hit = np.empty((rows, m), dtype=np.bool_)
+    np.greater_equal(uniforms, thresholds[:, 0:1], out=index.view(np.bool_))
+    for j in (1, 2, 3):
+        np.greater_equal(uniforms, thresholds[:, j : j + 1], out=hit)
+        index += hit.view(np.int8)
+    index *= _PACK_BITS
+    packed = np.dot(np.ldexp(1.0, index), _ones(m, np.float64)).astype(np.int64)
+    counts = np.right_shift(packed[:, None], _PACK_SHIFTS)
+    counts &= _PACK_BASE - 1
+    net = counts[:, 4] - counts[:, 0]
+    net *= 2
+    net += counts[:, 3]
+    net -= counts[:, 1]
+    return counts, net
+
+
+def _counts_from_at_least(at_least: np.ndarray, pairs) -> tuple[np.ndarray, np.ndarray]:
+    """Counts and net wins from ``at_least`` ``(4, seed)`` and the pairs per row."""
+    counts = np.empty((at_least.shape[1], 5), dtype=np.int64)
+    counts[:, 0] = pairs - at_least[0]
+    np.subtract(at_least[:3].T, at_least[1:].T, out=counts[:, 1:4])
+    counts[:, 4] = at_least[3]
+    return counts, at_least.sum(axis=0) - 2 * np.asarray(pairs, dtype=np.int64)
+
+
+def counts_and_net_wins_from_segments(
+    uniforms: np.ndarray, thresholds: np.ndarray, sizes: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`counts_and_net_wins` for ragged rows (row ``r`` is the next ``sizes[r]``
+    entries of the flat ``uniforms``; rows of size 0 count nothing)."""
+    uniforms = np.asarray(uniforms)
+    integer = uniforms.dtype == np.uint32
+    uniforms = uniforms if integer else uniforms.astype(np.float64, copy=False)
+    sizes = np.asarray(sizes, dtype=np.int64)
+    row_of_pair = np.repeat(np.arange(sizes.shape[0]), sizes)
+    by_threshold = np.asarray(thresholds, dtype=np.uint32 if integer else np.float64).T
+    at_least = np.empty((4, sizes.shape[0]), dtype=np.int64)
+    for j in range(4):  # bincount sums small integers in float64: exact in any order
+        hit = uniforms >= by_threshold[j][row_of_pair]
+        at_least[j] = np.bincount(row_of_pair, weights=hit, minlength=sizes.shape[0])
+    return _counts_from_at_least(at_least, sizes)
+
+
 def counts_from_uniforms(uniforms: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
     """Pentanomial counts ``(LL, DL, DD, WD, WW)`` of each row, int64 shape ``(seed, 5)``.
 

@@ -54,6 +54,7 @@ from spsa_bench import optimizers
 from spsa_bench.dispatch.asynchronous import AsyncSettings
 from spsa_bench.model import pentanomial, streams
 from spsa_bench.model.bowl import Problem
+from spsa_bench.model.noise import VENDORED, NoiseModel
 from spsa_bench.optimizers.base import Report
 from spsa_bench.reference.async_runner import job_wall_time, reference_workers, uncut_job_pairs
 
@@ -78,6 +79,7 @@ class ReferenceJob:
     opponent_elo: float
     net_wins: int
     signal: float
+    outcome_counts: tuple[int, ...] = (0, 0, 0, 0, 0)  # LL, DL, DD, WD, WW
 
     def report(self) -> Report:
         """The job's report, as one seed's arrays."""
@@ -200,24 +202,29 @@ class _Workers:
         return now + wall
 
 
-def play_job(bowl, view, theta, c, flip, uniforms, signal: str) -> tuple[float, int, float]:
-    """Play one job from the snapshot ``theta``: ``(opponent Elo, net wins, signal)``.
+def play_job(bowl, view, theta, c, flip, uniforms, signal: str, noise=VENDORED) -> tuple:
+    """Play one job from the snapshot ``theta``:
+    ``(opponent Elo, net wins, signal, outcome counts)``.
 
     Probes ``clip(theta +- c * flip)``; opponent ``-(Elo(plus) - Elo(minus))``
     clipped to the pentanomial model's range; each pair's outcome by inverse CDF
-    of its uniform; the signal is the net wins, raw or divided by ``2 sqrt(P)``.
+    of its uniform under the ``noise`` model's exact probabilities (not its table);
+    the signal is the net wins, raw or divided by ``2 sqrt(P)``.
     """
     plus = np.minimum(np.maximum(theta + c * flip, view.theta_min), view.theta_max)
     minus = np.minimum(np.maximum(theta - c * flip, view.theta_min), view.theta_max)
     opponent = -(true_elo(bowl, plus) - true_elo(bowl, minus))
     limit = pentanomial.MAX_OPPONENT_ELO
     opponent = max(-limit, min(limit, opponent))
-    probs = pentanomial.probabilities(np.array([opponent]))[0]
+    probs = noise.probabilities(np.array([opponent]))[0]
     net = 0
+    counts = [0] * 5
     for draw in uniforms:
-        net += pair_outcome(int(draw), probs)
+        outcome = pair_outcome(int(draw), probs)
+        counts[outcome + 2] += 1
+        net += outcome
     value = float(net) if signal == "raw" else net / (2.0 * math.sqrt(view.num_params))
-    return opponent, net, value
+    return opponent, net, value, tuple(counts)
 
 
 @dataclass
@@ -231,6 +238,7 @@ class _SeedInputs:
     uniforms: np.ndarray  # (pair,) the seed's match draws
     iteration_counter: str
     signal: str
+    noise: NoiseModel = VENDORED
 
     def dispatch(
         self, state, w: int, now: float, job: int, pairs: int, dispatched: int, arrived: int
@@ -243,7 +251,7 @@ class _SeedInputs:
         c = np.array(self.optimizer.perturbation(np.array([iter_local]))[0], dtype=np.float64)
         theta = np.array(self.optimizer.export(state)[0], dtype=np.float64)  # the snapshot
         flip = self.flips[job].astype(np.float64)
-        opponent, net, value = play_job(
+        opponent, net, value, counts = play_job(
             self.problem.bowl,
             self.problem.view,
             theta,
@@ -251,6 +259,7 @@ class _SeedInputs:
             flip,
             self.uniforms[dispatched : dispatched + pairs],
             self.signal,
+            self.noise,
         )
         return ReferenceJob(
             worker=w,
@@ -266,6 +275,7 @@ class _SeedInputs:
             opponent_elo=opponent,
             net_wins=net,
             signal=value,
+            outcome_counts=counts,
         )
 
 
@@ -281,6 +291,7 @@ def run_runner_reference(
     iteration_counter: str = "arrival",
     signal: str = "raw",
     optimizer=None,
+    noise: NoiseModel = VENDORED,
 ) -> ReferenceRun:
     """Run optimizer ``kind`` (hyperparameters ``hyper``, ``None``: defaults) on one seed.
 
@@ -309,6 +320,7 @@ def run_runner_reference(
         uniforms=streams.match_draws(entropy, np.array([seed]), num_pairs)[0],
         iteration_counter=iteration_counter,
         signal=signal,
+        noise=noise,
     )
 
     state = optimizer.init(1)

@@ -1,0 +1,26 @@
+# The game-noise figure: pair-outcome probabilities and the per-game draw rate of the
+# vendored model, the Fishtest presets and every noise model the configuration uses.
+# It needs no simulation, so it is drawn while the simulations run.
+
+
+rule noise_figure:
+    output:
+        noise_models=report(
+            "results/figures/noise_models.png",
+            caption="../report/noise_models.rst",
+            category="Noise model",
+            labels={"figure": "noise models"},
+        ),
+        noise_models_svg="results/figures/noise_models.svg",
+    log:
+        "results/logs/noise_figure.log",
+    conda:
+        ENV
+    threads: 1
+    resources:
+        mem_mb=600,
+        runtime=5,
+    params:
+        settings=get_noise_settings(),
+    script:
+        "../scripts/noise_figure.py"
