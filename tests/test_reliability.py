@@ -677,8 +677,10 @@ def test_no_eval_or_exec_of_configuration_text_anywhere():
         if UNSAFE.search(line)
     ]
     assert found == []
-    config_source = (REPO / "src" / "spsa_bench" / "config" / "loader.py").read_text()
-    assert "class _UniqueKeyLoader(yaml.SafeLoader)" in config_source
+    safe_source = (REPO / "src" / "spsa_bench" / "config" / "safe_yaml.py").read_text()
+    assert "class _UniqueKeyLoader(yaml.SafeLoader)" in safe_source
+    loader_source = (REPO / "src" / "spsa_bench" / "config" / "loader.py").read_text()
+    assert "safe_yaml.load_file(path)" in loader_source
 
 
 @settings(max_examples=50, deadline=None)
