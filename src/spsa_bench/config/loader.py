@@ -391,14 +391,21 @@ def load_config(path: str | Path) -> Config:
 
 
 def parse_seed_range(text: str) -> range:
-    """``"7"`` or ``"0-99"`` (inclusive) -> range; refuses reversed or malformed ranges."""
-    match = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?", text)
+    """``"7"`` or ``"0-99"`` (inclusive, ASCII digits) -> range; refuses reversed,
+    malformed and empty ranges and ranges beyond :mod:`spsa_bench.config.limits`."""
+    from spsa_bench.config.limits import LimitError, check_seed_range
+
+    match = re.fullmatch(r"\s*([0-9]+)\s*(?:-\s*([0-9]+)\s*)?", text, flags=re.ASCII)
     if not match:
         raise ConfigError(f"--seeds = {text!r}: expected FIRST or FIRST-LAST, e.g. 0-99")
     first = int(match.group(1))
     last = int(match.group(2)) if match.group(2) is not None else first
     if last < first:
         raise ConfigError(f"--seeds = {text!r}: the range is reversed (last < first)")
+    try:
+        check_seed_range(f"--seeds = {text!r}", first, last - first + 1)
+    except LimitError as error:
+        raise ConfigError(str(error)) from None
     return range(first, last + 1)
 
 
