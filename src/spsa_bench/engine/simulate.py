@@ -78,7 +78,7 @@ def simulate(
     if schedule is None:
         schedule = make_schedule(config, mode, seeds)
     result = replay_arm(config, arm, problem, schedule, progress=progress)
-    return run_dataset(
+    dataset = run_dataset(
         result,
         problem,
         seeds=schedule.seeds,
@@ -90,3 +90,31 @@ def simulate(
         kpis=kpis.schedule_kpis(schedule),
         kpi_attrs=kpis.KPI_ATTRS,
     )
+    check_finite_run(dataset, f"{optimizer}/{batch_mode}/{scenario}")
+    return dataset
+
+
+#: Float variables whose NaN means "not applicable" (stored as the CF ``_FillValue``,
+#: NaN, which xarray writes for every float variable): a synchronous run has no
+#: simulated duration.
+NOT_APPLICABLE = frozenset({"simulated_duration"})
+
+
+def check_finite_run(dataset: xr.Dataset, label: str) -> None:
+    """Refuse a run holding a non-finite number (a NaN only where :data:`NOT_APPLICABLE`),
+    so no infinity or stray NaN is ever written; the message names variable and seed."""
+    for name, variable in dataset.variables.items():
+        if variable.dtype.kind not in "fc":
+            continue
+        values = variable.values
+        bad = np.isinf(values) if name in NOT_APPLICABLE else ~np.isfinite(values)
+        if bad.any():
+            where = np.argwhere(bad)[0]
+            at = ", ".join(
+                f"{dim} {variable[dim].values[i] if dim in variable.coords else i}"
+                for dim, i in zip(variable.dims, where, strict=True)
+            )
+            raise ValueError(
+                f"run {label}: {name} has {int(bad.sum())} non-finite values (first at {at or 'scalar'}); "
+                "nothing written"
+            )
