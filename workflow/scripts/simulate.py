@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 sys.stderr = open(snakemake.log[0], "w", buffering=1)  # noqa: SIM115 - lives as long as the job
-SRC = Path(snakemake.scriptdir).parents[1] / "src"
+SRC = Path(snakemake.scriptdir).resolve().parents[1] / "src"  # scriptdir may hold ".."
 sys.path.insert(0, str(SRC))
 
 import spsa_bench  # noqa: E402

@@ -395,7 +395,7 @@ def parse_seed_range(text: str) -> range:
     malformed and empty ranges and ranges beyond :mod:`spsa_bench.config.limits`."""
     from spsa_bench.config.limits import LimitError, check_seed_range
 
-    match = re.fullmatch(r"\s*([0-9]+)\s*(?:-\s*([0-9]+)\s*)?", text, flags=re.ASCII)
+    match = re.fullmatch(r"\s*([0-9]{1,30})\s*(?:-\s*([0-9]{1,30})\s*)?", text, flags=re.ASCII)
     if not match:
         raise ConfigError(f"--seeds = {text!r}: expected FIRST or FIRST-LAST, e.g. 0-99")
     first = int(match.group(1))

@@ -111,7 +111,7 @@ def check_finite_run(dataset: xr.Dataset, label: str) -> None:
         if bad.any():
             where = np.argwhere(bad)[0]
             at = ", ".join(
-                f"{dim} {variable[dim].values[i] if dim in variable.coords else i}"
+                f"{dim} {dataset[dim].values[i] if dim in dataset.coords else i}"
                 for dim, i in zip(variable.dims, where, strict=True)
             )
             raise ValueError(
