@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
+from test_config import _set  # one key of a parsed config set to a value
 
 from spsa_bench.config.loader import ConfigError, load_config, parse_seed_range
 from spsa_bench.config.safe_yaml import load_text
@@ -25,8 +26,8 @@ CPU_SECONDS = 60
 ENTRY = [sys.executable, "-c", "import sys; from spsa_bench.cli.main import main; sys.exit(main())"]
 
 
-def _limits() -> None:
-    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
+def _limits(memory: int = MEMORY_LIMIT) -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
     resource.setrlimit(resource.RLIMIT_CPU, (CPU_SECONDS, CPU_SECONDS))
 
 
@@ -229,16 +230,6 @@ def test_argument_errors_are_one_line_naming_the_flag(tmp_path, args, flag):
 # --------------------------------------------------- 3 and 4. numbers the model cannot hold
 
 
-def _set(path, value):
-    def edit(raw):
-        node = raw
-        for key in path[:-1]:
-            node = node[key]
-        node[path[-1]] = value
-
-    return edit
-
-
 CAL = ("scenarios", "calibrated")
 ASYNC = ("batch_modes", "async-fixed")
 
@@ -433,3 +424,71 @@ def test_the_job_script_refuses_a_package_from_another_checkout():
     script = (REPO / "workflow" / "scripts" / "simulate.py").read_text()
     assert "not from this repository's" in script
     assert script.index("sys.path.insert(0, str(SRC))") < script.index("import spsa_bench")
+
+
+# ------------------------------------------------------- 2 and 8 again: through the workflow
+
+
+def workflow(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    """``snakemake -n`` in ``cwd`` under the same limits (4 GiB: Snakemake's own imports)."""
+
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    command = [str(Path(sys.executable).parent / "snakemake"), "-n", "--cores", "1"]
+    return subprocess.run(
+        [*command, "--snakefile", str(REPO / "Snakefile"), "--directory", str(cwd), *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=lambda: _limits(2 * MEMORY_LIMIT),
+    )
+
+
+def test_the_workflow_reads_config_configfile_with_the_bounded_loader(tmp_path):
+    bomb = tmp_path / "bomb.yaml"
+    bomb.write_text(_laughs(10))
+    result = workflow("--config", f"configfile={bomb}", cwd=tmp_path)
+    text = result.stdout + result.stderr
+    assert result.returncode != 0
+    assert f"invalid configuration: {bomb}" in text and "expands to more than" in text, text
+    assert "Traceback" not in text
+    assert listing(tmp_path) == ["bomb.yaml"] or ".snakemake" in listing(tmp_path)
+    assert not (tmp_path / "results").exists()
+
+
+def test_the_workflow_refuses_unrepresentable_settings_before_any_job(tmp_path):
+    config = tiny(tmp_path, _set((*CAL, "c_fraction"), 5e-324))
+    result = workflow("--config", f"configfile={config}", cwd=tmp_path)
+    text = result.stdout + result.stderr
+    assert result.returncode != 0 and "scenarios.calibrated.c_fraction" in text, text
+    assert not (tmp_path / "results").exists()
+
+
+def test_the_workflow_accepts_yaml_12_floats_through_configfile(tmp_path):
+    config = tmp_path / "config.yaml"
+    text = TINY.read_text().replace("  adam: {}", "  adam: {eps: 1e-8}")
+    assert "eps: 1e-8" in text
+    config.write_text(text)
+    assert load_config(config).optimizer("adam").hyper.eps == 1e-8
+    result = workflow("--config", f"configfile={config}", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_derived_gains_are_inspected_for_non_finite_values():
+    from spsa_bench.config.derived import first_non_finite
+    from spsa_bench.engine.simulate import make_problem
+    from spsa_bench.optimizers import build
+    from spsa_bench.optimizers.base import Optimizer
+
+    config = load_config(TINY)
+    view = make_problem(config, "calibrated").view
+    for arm in config.optimizers.values():
+        assert first_non_finite(build(arm.kind, view, arm.hyper, name=arm.name)) is None
+    gains = np.array([1.0, np.inf])
+
+    def update(state, report):
+        return state * gains
+
+    broken = Optimizer("broken", init=int, perturbation=abs, update=update, export=abs)
+    assert first_non_finite(broken) == "gains"

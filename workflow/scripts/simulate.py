@@ -8,6 +8,7 @@ its result depends on exactly what Snakemake's params rerun trigger compares.
 import json
 import sys
 import time
+import warnings
 from pathlib import Path
 
 sys.stderr = open(snakemake.log[0], "w", buffering=1)  # noqa: SIM115 - lives as long as the job
@@ -67,7 +68,13 @@ def main() -> None:
     )
 
 
+warnings.simplefilter("error", RuntimeWarning)  # a numpy warning fails the job in one line
 try:
     main()
-except (ValueError, OSError) as error:  # one line in the log, naming the file or key
+except (
+    ValueError,
+    OSError,
+    RuntimeWarning,
+    FloatingPointError,
+) as error:  # one line in the log, naming the file or key
     sys.exit(f"error: {' '.join(str(error).split())}")
