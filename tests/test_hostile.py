@@ -217,6 +217,52 @@ def test_a_run_larger_than_the_memory_is_refused_before_it_starts(tmp_path):
         (("bench", "--seeds", "1,,2"), "--seeds"),
         (("bench", "--repeats", "0"), "--repeats"),
         (("simulate", "--optimizer"), "--optimizer"),
+        (
+            (
+                "simulate",
+                "--optimizer",
+                "nope",
+                "--batch-mode",
+                "sync",
+                "--scenario",
+                "calibrated",
+                "--output",
+                "o.nc",
+            ),
+            "--optimizer = 'nope'",
+        ),
+        (
+            (
+                "simulate",
+                "--optimizer",
+                "spsa",
+                "--batch-mode",
+                "nope",
+                "--scenario",
+                "calibrated",
+                "--output",
+                "o.nc",
+            ),
+            "--batch-mode = 'nope'",
+        ),
+        (
+            (
+                "simulate",
+                "--optimizer",
+                "spsa",
+                "--batch-mode",
+                "sync",
+                "--scenario",
+                "nope",
+                "--output",
+                "o.nc",
+            ),
+            "--scenario = 'nope'",
+        ),
+        (("schedule", "--batch-mode", "nope", "--output", "o.nc"), "--batch-mode = 'nope'"),
+        (("bench", "--optimizers", "nope"), "--optimizers = 'nope'"),
+        (("bench", "--scenario", "nope"), "--scenario = 'nope'"),
+        (("validate", "--optimizer", "nope"), "--optimizer = 'nope'"),
     ],
 )
 def test_argument_errors_are_one_line_naming_the_flag(tmp_path, args, flag):
@@ -476,7 +522,7 @@ def test_the_workflow_accepts_yaml_12_floats_through_configfile(tmp_path):
 
 
 def test_derived_gains_are_inspected_for_non_finite_values():
-    from spsa_bench.config.derived import first_non_finite
+    from spsa_bench.config.derived import check_gains, first_non_finite
     from spsa_bench.engine.simulate import make_problem
     from spsa_bench.optimizers import build
     from spsa_bench.optimizers.base import Optimizer
@@ -492,3 +538,5 @@ def test_derived_gains_are_inspected_for_non_finite_values():
 
     broken = Optimizer("broken", init=int, perturbation=abs, update=update, export=abs)
     assert first_non_finite(broken) == "gains"
+    with pytest.raises(ConfigError, match="optimizers.broken: its derived gains is not finite"):
+        check_gains(broken, "broken")

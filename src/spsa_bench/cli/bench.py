@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from spsa_bench.cli.common import add_config, bounded_int, check_run_memory, load
+from spsa_bench.cli.common import add_config, bounded_int, check_run_memory, load, pick
 from spsa_bench.config.limits import MAX_SEEDS
 
 
@@ -43,14 +43,14 @@ def run(args: argparse.Namespace) -> int:
     except argparse.ArgumentTypeError as error:
         raise ConfigError(f"--seeds = {args.seeds!r}: {error}") from None
     config = load(args)
-    config.scenario(args.scenario)
+    pick(config, "scenario", "--scenario", args.scenario)
     check_run_memory(config, args.scenario, max(counts))
     optimizers = _names(args.optimizers, "spsa", config.optimizers)
     modes = _names(args.batch_modes, "sync", config.batch_modes)
     for name in optimizers:
-        config.optimizer(name)
+        pick(config, "optimizer", "--optimizers", name)
     for name in modes:
-        config.batch_mode(name)
+        pick(config, "batch_mode", "--batch-modes", name)
     run_bench(
         config,
         seed_counts=counts,

@@ -54,6 +54,16 @@ def bounded_int(flag: str, low: int, high: int):
     return parse
 
 
+def pick(config, what: str, flag: str, name: str):
+    """``config.<what>(name)``; an unknown name is refused naming ``flag``."""
+    from spsa_bench.config.loader import ConfigError
+
+    try:
+        return getattr(config, what)(name)
+    except ConfigError as error:
+        raise ConfigError(f"{flag} = {name!r}: {error}") from None
+
+
 def seeds(args: argparse.Namespace, config) -> range:
     """``--seeds`` (given, even empty, it must parse) or the config's seeds."""
     from spsa_bench.config.loader import parse_seed_range

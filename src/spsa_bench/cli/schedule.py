@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from spsa_bench.cli.common import add_config, check_output, check_run_memory, load, seeds
+from spsa_bench.cli.common import add_config, check_output, check_run_memory, load, pick, seeds
 
 
 def add_parser(sub) -> None:
@@ -27,7 +27,7 @@ def run(args: argparse.Namespace) -> int:
 
     check_output(args)
     config = load(args)
-    mode = config.batch_mode(args.batch_mode)
+    mode = pick(config, "batch_mode", "--batch-mode", args.batch_mode)
     chosen = seeds(args, config)
     check_run_memory(config, next(iter(config.scenarios)), len(chosen))
     schedule = make_schedule(config, mode, chosen)

@@ -11,6 +11,7 @@ from spsa_bench.cli.common import (
     check_output,
     check_run_memory,
     load,
+    pick,
     seeds,
 )
 
@@ -40,9 +41,9 @@ def run(args: argparse.Namespace) -> int:
     check_output(args)
     config = load(args)
     chosen = seeds(args, config)
-    config.optimizer(args.optimizer)
-    config.batch_mode(args.batch_mode)
-    config.scenario(args.scenario)
+    pick(config, "optimizer", "--optimizer", args.optimizer)
+    pick(config, "batch_mode", "--batch-mode", args.batch_mode)
+    pick(config, "scenario", "--scenario", args.scenario)
     check_run_memory(config, args.scenario, len(chosen))
     label = (
         f"{args.optimizer}/{args.batch_mode}/{args.scenario} seeds {chosen.start}-{chosen.stop - 1}"

@@ -1,10 +1,12 @@
-"""Derived optimizer quantities checked finite at configuration time.
+"""Derived optimizer quantities checked finite before a run starts.
 
 An optimizer is built from the developer view and its hyperparameters
 (:func:`spsa_bench.optimizers.build`); what it derives (gain sequences ``a`` and
 ``c``, learning rates, bounds) lives in the closures of its functions. Every float
 array, float and dataclass field found there must be finite, so a setting whose
-gains overflow is refused naming the arm and scenario instead of writing NaN later.
+gains overflow is refused naming the arm instead of writing NaN later. (Not at
+configuration time: some arms tabulate per pair, 16 bytes x num_pairs, so building
+every arm of every scenario would cost a run's memory just to load a config.)
 """
 
 from __future__ import annotations
@@ -43,3 +45,16 @@ def first_non_finite(optimizer) -> str | None:
                 elif isinstance(value, float) and not math.isfinite(value):
                     return name
     return None
+
+
+def check_gains(optimizer, arm: str) -> None:
+    """Raise :class:`~spsa_bench.config.loader.ConfigError` naming ``optimizers.<arm>``
+    when ``optimizer`` derived a non-finite quantity."""
+    from spsa_bench.config.loader import ConfigError
+
+    name = first_non_finite(optimizer)
+    if name is not None:
+        raise ConfigError(
+            f"optimizers.{arm}: its derived {name} is not finite for this scenario "
+            "(smaller gains or a narrower range)"
+        )

@@ -8,11 +8,12 @@ docs/benchmark.md, "Input limits").
 Memory of one run (``simulate``) of ``S`` seeds, ``N`` pairs, ``C`` checkpoints and
 ``P`` parameters, in bytes::
 
-    150e6 + S * (30 N + 8 C (3 P + 8))
+    150e6 + 32 N + S * (30 N + 8 C (3 P + 8))
 
 30 bytes per seed x pair is the measured peak of the asynchronous schedules
 (docs/cluster.md); the recorded trajectories hold theta and the two extras of the
-schedule-free arms per parameter plus a few scalars per checkpoint.
+schedule-free arms per parameter plus a few scalars per checkpoint; 32 N covers
+the per-pair tables some arms build (block SPSA: 2 N + 2 gains).
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ def check_seed_range(where: str, first: int, count: int) -> None:
 def run_bytes(seeds: int, num_pairs: int, checkpoints: int, params: int) -> int:
     """Estimated peak memory of one run (formula in the module docstring)."""
     per_seed = BYTES_PER_SEED_PAIR * num_pairs + 8 * checkpoints * (3 * params + 8)
-    return BASE_BYTES + seeds * per_seed
+    return BASE_BYTES + 32 * num_pairs + seeds * per_seed
 
 
 def param_count(groups) -> int:

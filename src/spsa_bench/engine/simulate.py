@@ -9,6 +9,7 @@ import numpy as np
 import xarray as xr
 
 from spsa_bench import optimizers
+from spsa_bench.config.derived import check_gains
 from spsa_bench.config.loader import BatchMode, Config, OptimizerArm
 from spsa_bench.dispatch import kpis
 from spsa_bench.dispatch.schedule import Schedule, sync_schedule
@@ -47,6 +48,7 @@ def replay_arm(
 ) -> RunResult:
     """Build ``arm`` from the developer view only (never from the bowl) and replay it."""
     built = optimizers.build(arm.kind, problem.view, arm.hyper, name=arm.name)
+    check_gains(built, arm.name)
     return replay(
         built,
         schedule,
