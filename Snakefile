@@ -12,14 +12,10 @@ from snakemake.utils import min_version
 min_version("8.0")
 
 
-# config/config.yaml unless --configfile names the configuration: a given file is
-# the whole configuration, never merged into this one (a merge would keep this
-# file's scenarios, arms and batch modes beside the given ones; and the jobs
-# Snakemake submits to a cluster merge even under --replace-workflow-config).
-# `--config key=value` still overrides single keys of either.
-if not workflow.config_settings.configfiles:
-
-    configfile: "config/config.yaml"
+# config/config.yaml unless --configfile (or --config configfile=PATH, read by the
+# bounded loader only) names the configuration: a given file is the whole
+# configuration, never merged into the default one. common.smk reads it; see
+# docs/benchmark.md, "Input limits". `--config key=value` still overrides single keys.
 
 
 report: "workflow/report/workflow.rst"

@@ -505,12 +505,25 @@ def test_a_failed_netcdf_write_leaves_no_file_and_no_temporary(run_file, tmp_pat
     assert [p.name for p in target.parent.iterdir()] == [target.name]
 
 
+def _dead_pid() -> int:
+    """The id of a process that has exited (and been reaped)."""
+    import subprocess
+
+    child = subprocess.Popen(["true"])
+    child.wait()
+    return child.pid
+
+
 def test_a_temporary_file_left_by_a_killed_write_is_cleared(run_file, tmp_path):
     """SIGKILL skips the clean-up: the next write of the same file removes the leftover."""
+    import socket
+
+    host = re.sub(r"[^A-Za-z0-9-]", "-", socket.gethostname())
+    dead = _dead_pid()
     target = tmp_path / "seeds-0-1.nc"
-    leftover = tmp_path / ".seeds-0-1.nc.k1ll3d.tmp.nc"
+    leftover = tmp_path / f".seeds-0-1.nc.{host}~{dead}~k1ll3d.tmp.nc"
     leftover.write_bytes(b"\x89HDF partial")
-    other = tmp_path / ".seeds-2-3.nc.k1ll3d.tmp.nc"  # another file's: not ours to remove
+    other = tmp_path / f".seeds-2-3.nc.{host}~{dead}~k1ll3d.tmp.nc"  # another file's
     other.write_bytes(b"partial")
     write_atomic(open_run(run_file), target)
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([target.name, other.name])
@@ -677,8 +690,10 @@ def test_no_eval_or_exec_of_configuration_text_anywhere():
         if UNSAFE.search(line)
     ]
     assert found == []
-    config_source = (REPO / "src" / "spsa_bench" / "config" / "loader.py").read_text()
-    assert "class _UniqueKeyLoader(yaml.SafeLoader)" in config_source
+    safe_source = (REPO / "src" / "spsa_bench" / "config" / "safe_yaml.py").read_text()
+    assert "class _UniqueKeyLoader(yaml.SafeLoader)" in safe_source
+    loader_source = (REPO / "src" / "spsa_bench" / "config" / "loader.py").read_text()
+    assert "safe_yaml.load_file(path)" in loader_source
 
 
 @settings(max_examples=50, deadline=None)

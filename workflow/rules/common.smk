@@ -5,7 +5,7 @@ import sys
 from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
-from snakemake.utils import validate
+from snakemake.utils import update_config, validate
 
 # The workflow runs the spsa_bench code of its own repository.
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
@@ -14,19 +14,35 @@ from spsa_bench import workflow as grid
 from spsa_bench.config.loader import (
     ConfigError,
     check_config_file,
+    read_yaml,
     resolve,
     validate_raw,
 )
 from spsa_bench.optimizers import REGISTRY
 
-# Snakemake has read the config files with its own loader, which keeps the last of
-# duplicate keys and renders YTE templates: re-read each one safely and refuse those.
-for _path in workflow.configfiles:
-    if Path(_path).exists():
-        try:
+# Snakemake reads every --configfile itself, before the Snakefile runs (json.load,
+# then yte.process_yaml with yaml.FullLoader: aliases expanded, no size or depth
+# bound, last duplicate key wins, YTE templates rendered). Those files are re-read
+# here safely, which refuses duplicates and templates but comes after Snakemake's
+# own expansion. `--config configfile=PATH` (and the default config/config.yaml)
+# is read by the bounded loader only, before anything expands it.
+if "configfile" in config:
+    if workflow.configfiles:
+        raise WorkflowError("give --configfile or --config configfile=PATH, not both")
+    _raw_path = str(config["configfile"])
+else:
+    _raw_path = None if workflow.configfiles else "config/config.yaml"
+try:
+    for _path in workflow.configfiles:
+        if Path(_path).exists():
             check_config_file(_path)
-        except ConfigError as error:
-            raise WorkflowError(f"invalid configuration: {error}") from None
+    if _raw_path is not None:
+        _overrides = {k: v for k, v in config.items() if k != "configfile"}
+        config.clear()
+        config.update(read_yaml(_raw_path))
+        update_config(config, _overrides)
+except ConfigError as error:
+    raise WorkflowError(f"invalid configuration: {error}") from None
 
 # Nested `--config` values arrive as strings (YAML base loader): restore numbers.
 for _key, _value in grid.coerce_strings(config).items():

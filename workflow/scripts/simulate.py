@@ -8,41 +8,73 @@ its result depends on exactly what Snakemake's params rerun trigger compares.
 import json
 import sys
 import time
+import warnings
 from pathlib import Path
 
 sys.stderr = open(snakemake.log[0], "w", buffering=1)  # noqa: SIM115 - lives as long as the job
-sys.path.insert(0, str(Path(snakemake.scriptdir).parents[1] / "src"))
+SRC = Path(snakemake.scriptdir).resolve().parents[1] / "src"  # scriptdir may hold ".."
+sys.path.insert(0, str(SRC))
+
+import spsa_bench  # noqa: E402
+
+# Run the package of this repository, never another checkout installed in the environment.
+if Path(spsa_bench.__file__).resolve().parent != (SRC / "spsa_bench").resolve():
+    sys.exit(f"spsa_bench imported from {spsa_bench.__file__}, not from this repository's {SRC}")
 
 from spsa_bench import workflow as grid  # noqa: E402
+from spsa_bench.config.limits import check_memory, param_count, run_bytes  # noqa: E402
 from spsa_bench.config.loader import resolve  # noqa: E402
 from spsa_bench.dispatch.storage import read_schedule  # noqa: E402
 from spsa_bench.engine.simulate import simulate  # noqa: E402
 from spsa_bench.results.atomic import write_atomic  # noqa: E402
 from spsa_bench.results.provenance import history, rule_command  # noqa: E402
 
-start = time.perf_counter()
-w = snakemake.wildcards
-first, last = int(w.a), int(w.b)
-config = resolve(grid.with_seeds(json.loads(snakemake.params.cell), first, last))
-schedule = read_schedule(snakemake.input[0]) if len(snakemake.input) else None
-if schedule is not None and list(schedule.seeds) != list(range(first, last + 1)):
-    raise ValueError(f"{snakemake.input[0]}: schedule seeds do not match {first}-{last}")
-ds = simulate(
-    config,
-    optimizer=w.optimizer,
-    batch_mode=w.batch_mode,
-    scenario=w.scenario,
-    seeds=range(first, last + 1),
-    schedule=schedule,
-)
-ds.attrs["history"] = history(
-    rule_command(snakemake.rule, dict(w.items())), when=ds.attrs["created"]
-)
-write_atomic(ds, snakemake.output.run)
-loss = ds["elo_loss"].isel(pairs=-1)
-print(
-    f"{w.optimizer}/{w.batch_mode}/{w.scenario} seeds {first}-{last}: final Elo loss "
-    f"mean {float(loss.mean()):.3f}, median {float(loss.median()):.3f} "
-    f"({time.perf_counter() - start:.2f} s)",
-    file=sys.stderr,
-)
+
+def main() -> None:
+    start = time.perf_counter()
+    w = snakemake.wildcards
+    first, last = int(w.a), int(w.b)
+    config = resolve(grid.with_seeds(json.loads(snakemake.params.cell), first, last))
+    groups = config.scenario(w.scenario)["groups"]
+    needed = run_bytes(last - first + 1, config.num_pairs, config.checkpoints, param_count(groups))
+    check_memory(f"seeds.per_job: seeds {first}-{last}", needed)
+    schedule = None
+    if len(snakemake.input):
+        mode = config.batch_mode(w.batch_mode)
+        schedule = read_schedule(
+            snakemake.input[0],
+            num_pairs=config.num_pairs,
+            num_workers=mode.workers,
+            seeds=range(first, last + 1),
+        )
+    ds = simulate(
+        config,
+        optimizer=w.optimizer,
+        batch_mode=w.batch_mode,
+        scenario=w.scenario,
+        seeds=range(first, last + 1),
+        schedule=schedule,
+    )
+    ds.attrs["history"] = history(
+        rule_command(snakemake.rule, dict(w.items())), when=ds.attrs["created"]
+    )
+    write_atomic(ds, snakemake.output.run)
+    loss = ds["elo_loss"].isel(pairs=-1)
+    print(
+        f"{w.optimizer}/{w.batch_mode}/{w.scenario} seeds {first}-{last}: final Elo loss "
+        f"mean {float(loss.mean()):.3f}, median {float(loss.median()):.3f} "
+        f"({time.perf_counter() - start:.2f} s)",
+        file=sys.stderr,
+    )
+
+
+warnings.simplefilter("error", RuntimeWarning)  # a numpy warning fails the job in one line
+try:
+    main()
+except (
+    ValueError,
+    OSError,
+    RuntimeWarning,
+    FloatingPointError,
+) as error:  # one line in the log, naming the file or key
+    sys.exit(f"error: {' '.join(str(error).split())}")

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from spsa_bench.cli.common import add_config, load
+from spsa_bench.cli.common import add_config, bounded_int, check_run_memory, load, pick
+from spsa_bench.config.limits import MAX_SEEDS
 
 
 def add_parser(sub) -> None:
@@ -20,7 +21,7 @@ def add_parser(sub) -> None:
     p.add_argument("--scenario", default="calibrated", help="scenario (default: calibrated)")
     p.add_argument(
         "--repeats",
-        type=int,
+        type=bounded_int("--repeats", 1, 1000),
         default=5,
         help="timed runs per cell; the median is reported (default: 5)",
     )
@@ -33,18 +34,26 @@ def _names(text: str | None, default: str, every) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from spsa_bench.config.loader import ConfigError
     from spsa_bench.engine.bench import run_bench
 
+    parse = bounded_int("--seeds", 1, MAX_SEEDS)
+    try:
+        counts = [parse(item) for item in args.seeds.split(",")]
+    except argparse.ArgumentTypeError as error:
+        raise ConfigError(f"--seeds = {args.seeds!r}: {error}") from None
     config = load(args)
+    pick(config, "scenario", "--scenario", args.scenario)
+    check_run_memory(config, args.scenario, max(counts))
     optimizers = _names(args.optimizers, "spsa", config.optimizers)
     modes = _names(args.batch_modes, "sync", config.batch_modes)
     for name in optimizers:
-        config.optimizer(name)
+        pick(config, "optimizer", "--optimizers", name)
     for name in modes:
-        config.batch_mode(name)
+        pick(config, "batch_mode", "--batch-modes", name)
     run_bench(
         config,
-        seed_counts=[int(x) for x in args.seeds.split(",")],
+        seed_counts=counts,
         optimizers=optimizers,
         batch_modes=modes,
         scenario=args.scenario,

@@ -38,6 +38,55 @@ def load(args: argparse.Namespace):
     return load_config(config_path(args))
 
 
+def bounded_int(flag: str, low: int, high: int):
+    """An argparse ``type`` accepting ASCII digits in ``[low, high]``; errors name ``flag``."""
+
+    def parse(text: str) -> int:
+        digits = text.strip().removeprefix("-")
+        if not digits.isascii() or not digits.isdigit() or len(digits) > 30:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number")
+        value = int(text)
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{value} is outside [{low}, {high:,}]")
+        return value
+
+    parse.__name__ = flag  # argparse names the type in its messages
+    return parse
+
+
+def pick(config, what: str, flag: str, name: str):
+    """``config.<what>(name)``; an unknown name is refused naming ``flag``."""
+    from spsa_bench.config.loader import ConfigError
+
+    try:
+        return getattr(config, what)(name)
+    except ConfigError as error:
+        raise ConfigError(f"{flag} = {name!r}: {error}") from None
+
+
+def seeds(args: argparse.Namespace, config) -> range:
+    """``--seeds`` (given, even empty, it must parse) or the config's seeds."""
+    from spsa_bench.config.loader import parse_seed_range
+
+    return config.seed_range() if args.seeds is None else parse_seed_range(args.seeds)
+
+
+def check_output(args: argparse.Namespace) -> None:
+    """Refuse ``--output`` before any work (empty, directory, device, the config itself)."""
+    from spsa_bench.results.atomic import check_output as check
+
+    check(args.output, flag="--output", inputs=[config_path(args)])
+
+
+def check_run_memory(config, scenario: str, n_seeds: int, flag: str = "--seeds") -> None:
+    """Refuse a run whose estimated memory exceeds the machine's, before it starts."""
+    from spsa_bench.config.limits import check_memory, param_count, run_bytes
+
+    params = param_count(config.scenario(scenario)["groups"])
+    needed = run_bytes(n_seeds, config.num_pairs, config.checkpoints, params)
+    check_memory(f"{flag}: {n_seeds:,} seeds x {config.num_pairs:,} pairs", needed)
+
+
 class Progress:
     """Progress on stderr for work that takes more than a second; silent with --quiet."""
 

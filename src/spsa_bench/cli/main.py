@@ -1,10 +1,20 @@
 """The ``spsa-bench`` command line: one module per subcommand, each with
-``add_parser(subparsers)`` and ``run(args) -> exit status``."""
+``add_parser(subparsers)`` and ``run(args) -> exit status``.
+
+Every error is one line on stderr: exit 2 for bad input (configuration, flags,
+output paths, limits), 1 for a failure while running (a file that cannot be
+written, a validation gate, a non-finite state). A numpy floating-point warning
+is an error (the code silences it with ``np.errstate`` where the math is known to
+be safe), so none reaches the terminal. ``SPSA_BENCH_TRACEBACK=1`` shows the
+traceback of an unexpected error instead of its one line.
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import warnings
 
 from spsa_bench import __version__
 from spsa_bench.cli import bench, listing, noise, schedule, schema, simulate, validate
@@ -13,8 +23,15 @@ from spsa_bench.config.loader import ConfigError
 COMMANDS = (simulate, listing, schema, validate, schedule, bench, noise)
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """An argument error is one line naming the flag (and exit 2), not usage plus error."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {' '.join(message.split())} (see --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="spsa-bench",
         description="Reproducible, vectorized benchmark of SPSA-family optimizers for "
         "Fishtest-style tuning.",
@@ -26,24 +43,41 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _exit_status(error: BaseException) -> int:
+    """2 for bad input, 1 for a failure while running."""
+    from spsa_bench.config.limits import LimitError
+    from spsa_bench.results.atomic import OutputPathError
+
+    return 2 if isinstance(error, (ConfigError, LimitError, OutputPathError)) else 1
+
+
+def _one_line(error: BaseException) -> str:
+    text = " ".join(str(error).split()) or type(error).__name__
+    if isinstance(error, ConfigError):
+        return f"config error: {text}"
+    if isinstance(error, (ValueError, OSError, FloatingPointError, RuntimeWarning)):
+        return f"error: {text}"
+    return f"error: {type(error).__name__}: {text}"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return args.func(args)
-    except ConfigError as error:
-        print(f"spsa-bench: config error: {error}", file=sys.stderr)
-        return 2
-    except (ValueError, OSError) as error:
-        print(f"spsa-bench: error: {error}", file=sys.stderr)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)
+            return args.func(args)
+    except KeyboardInterrupt:
+        print("spsa-bench: interrupted", file=sys.stderr)
+        return 130
+    except MemoryError:
+        print("spsa-bench: error: out of memory; run fewer seeds at a time", file=sys.stderr)
         return 1
-    except RuntimeError as error:
-        from spsa_bench.engine.replay import NonFiniteStateError
-
-        if not isinstance(error, NonFiniteStateError):
+    except Exception as error:
+        if os.environ.get("SPSA_BENCH_TRACEBACK") and _exit_status(error) != 2:
             raise
-        print(f"spsa-bench: error: {error}", file=sys.stderr)  # names optimizer, seed, event
-        return 1
+        print(f"spsa-bench: {_one_line(error)}", file=sys.stderr)
+        return _exit_status(error)
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from spsa_bench.cli.common import add_config, load
+from spsa_bench.cli.common import add_config, check_output, check_run_memory, load, pick, seeds
 
 
 def add_parser(sub) -> None:
@@ -21,21 +21,22 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from spsa_bench.config.loader import parse_seed_range
     from spsa_bench.engine.simulate import make_schedule
     from spsa_bench.results.atomic import write_atomic
     from spsa_bench.results.datasets import schedule_dataset
 
+    check_output(args)
     config = load(args)
-    mode = config.batch_mode(args.batch_mode)
-    seeds = parse_seed_range(args.seeds) if args.seeds else config.seed_range()
-    schedule = make_schedule(config, mode, seeds)
+    mode = pick(config, "batch_mode", "--batch-mode", args.batch_mode)
+    chosen = seeds(args, config)
+    check_run_memory(config, next(iter(config.scenarios)), len(chosen))
+    schedule = make_schedule(config, mode, chosen)
     dataset = schedule_dataset(schedule, batch_mode=mode.name, config_json=config.to_json())
     path = write_atomic(dataset, args.output)
     if not args.quiet:
         jobs = int(schedule.n_jobs.sum())
         print(
-            f"schedule {mode.name} seeds {seeds.start}-{seeds.stop - 1}: {jobs} jobs -> {path}",
+            f"schedule {mode.name} seeds {chosen.start}-{chosen.stop - 1}: {jobs} jobs -> {path}",
             file=sys.stderr,
         )
     return 0

@@ -5,7 +5,15 @@ from __future__ import annotations
 import argparse
 import sys
 
-from spsa_bench.cli.common import Progress, add_config, load
+from spsa_bench.cli.common import (
+    Progress,
+    add_config,
+    check_output,
+    check_run_memory,
+    load,
+    pick,
+    seeds,
+)
 
 
 def add_parser(sub) -> None:
@@ -27,24 +35,25 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from spsa_bench.config.loader import parse_seed_range
     from spsa_bench.engine.simulate import simulate
     from spsa_bench.results.atomic import write_atomic
 
+    check_output(args)
     config = load(args)
-    seeds = parse_seed_range(args.seeds) if args.seeds else config.seed_range()
-    config.optimizer(args.optimizer)
-    config.batch_mode(args.batch_mode)
-    config.scenario(args.scenario)
+    chosen = seeds(args, config)
+    pick(config, "optimizer", "--optimizer", args.optimizer)
+    pick(config, "batch_mode", "--batch-mode", args.batch_mode)
+    pick(config, "scenario", "--scenario", args.scenario)
+    check_run_memory(config, args.scenario, len(chosen))
     label = (
-        f"{args.optimizer}/{args.batch_mode}/{args.scenario} seeds {seeds.start}-{seeds.stop - 1}"
+        f"{args.optimizer}/{args.batch_mode}/{args.scenario} seeds {chosen.start}-{chosen.stop - 1}"
     )
     ds = simulate(
         config,
         optimizer=args.optimizer,
         batch_mode=args.batch_mode,
         scenario=args.scenario,
-        seeds=seeds,
+        seeds=chosen,
         progress=Progress(label, args.quiet),
     )
     path = write_atomic(ds, args.output)

@@ -5,8 +5,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
-from spsa_bench.cli.common import add_config, load
+from spsa_bench.cli.common import add_config, bounded_int, load
+from spsa_bench.config.limits import MAX_SEED
+
+#: Most reports and largest report of a validation (its arrays grow with their product).
+MAX_REPORTS = 100_000
+MAX_REPORT_PAIRS = 100_000
 
 
 def add_parser(sub) -> None:
@@ -28,16 +34,27 @@ def add_parser(sub) -> None:
         help="directory for <arm>.nc, <arm>.png/.svg and <arm>_gaps.csv",
     )
     p.add_argument(
-        "--seed", type=int, default=0, help="seed of the synthetic report sequence (default: 0)"
+        "--seed",
+        type=bounded_int("--seed", 0, MAX_SEED),
+        default=0,
+        help="seed of the synthetic report sequence (default: 0)",
     )
-    p.add_argument("--reports", type=int, default=200, help="number of reports (default: 200)")
+    p.add_argument(
+        "--reports",
+        type=bounded_int("--reports", 1, MAX_REPORTS),
+        default=200,
+        help=f"number of reports, at most {MAX_REPORTS:,} (default: 200)",
+    )
     p.add_argument(
         "--sizes",
         default="uniform",
         help="report sizes: uniform (1..max), pow2 or fixed (default: uniform)",
     )
     p.add_argument(
-        "--max-pairs", type=int, default=128, help="largest report size in pairs (default: 128)"
+        "--max-pairs",
+        type=bounded_int("--max-pairs", 1, MAX_REPORT_PAIRS),
+        default=128,
+        help=f"largest report size in pairs, at most {MAX_REPORT_PAIRS:,} (default: 128)",
     )
     p.add_argument("--shuffle", action="store_true", help="shuffle the report order")
     p.add_argument("--quiet", action="store_true", help="report only skipped arms and failures")
@@ -47,8 +64,11 @@ def add_parser(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     from spsa_bench.config.loader import ConfigError
     from spsa_bench.optimizers import REGISTRY
+    from spsa_bench.results.atomic import OutputPathError
     from spsa_bench.validation.gates import validate_arms
 
+    if not args.output.strip() or Path(args.output).exists() and not Path(args.output).is_dir():
+        raise OutputPathError(f"--output = {args.output!r}: must name a directory")
     config = load(args)
     names = list(config.optimizers) if args.optimizer == "all" else args.optimizer.split(",")
     for name in names:

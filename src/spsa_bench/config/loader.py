@@ -1,7 +1,7 @@
 """Load, validate and resolve a benchmark configuration.
 
-``load_config(path)`` reads YAML with a safe loader that refuses duplicate
-keys, validates it against the JSON Schema (:mod:`spsa_bench.config.schema`), runs
+``load_config(path)`` reads YAML with the bounded safe loader
+(:mod:`spsa_bench.config.safe_yaml`), validates it against the JSON Schema (:mod:`spsa_bench.config.schema`), runs
 the semantic checks a schema cannot express, fills in defaults and returns a
 frozen :class:`Config`. Every problem is reported as one :class:`ConfigError`
 line naming the key and the offending value.
@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import jsonschema
-import yaml
 
 from spsa_bench.config.schema import NAME_PATTERN, build_schema
 from spsa_bench.optimizers import REGISTRY, hyper_from_dict
@@ -39,24 +38,6 @@ DEFAULTS: dict[str, Any] = {
 
 class ConfigError(ValueError):
     """A configuration problem, phrased as one line naming the key and value."""
-
-
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """Safe YAML loader that refuses duplicate mapping keys."""
-
-
-def _construct_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: bool = False):
-    loader.flatten_mapping(node)
-    seen: set = set()
-    for key_node, _ in node.value:
-        key = loader.construct_object(key_node, deep=deep)
-        if key in seen:
-            raise ConfigError(f"duplicate key {key!r} (line {key_node.start_mark.line + 1})")
-        seen.add(key)
-    return yaml.SafeLoader.construct_mapping(loader, node, deep=deep)
-
-
-_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
 
 @dataclass(frozen=True)
@@ -273,6 +254,21 @@ def _check_problem(name: str, scenario: dict, num_pairs: int) -> None:
             raise ConfigError(f"scenarios.{name}: {error}") from None
 
 
+def _check_counts(data: dict, num_pairs: int) -> None:
+    """Seeds within the stated maxima; no more checkpoints than the grid 0..num_pairs has."""
+    from spsa_bench.config.limits import LimitError, check_seed_range
+
+    try:
+        check_seed_range("seeds", data["seeds"]["first"], data["seeds"]["count"])
+    except LimitError as error:
+        raise ConfigError(str(error)) from None
+    if data["checkpoints"] > num_pairs + 1:
+        raise ConfigError(
+            f"checkpoints = {data['checkpoints']}: more than the {num_pairs + 1} points "
+            f"of the pairs grid 0..num_pairs (num_pairs = {num_pairs})"
+        )
+
+
 def _resolve_batch_mode(name: str, raw: dict, num_pairs: int) -> tuple[BatchMode, dict]:
     where = f"batch_modes.{name}"
     resolved = copy.deepcopy(raw)
@@ -325,6 +321,7 @@ def resolve(raw: dict) -> Config:
     num_pairs = int(data["num_pairs"])
     seeds = data["seeds"]
     seeds.setdefault("per_job", seeds["count"])
+    _check_counts(data, num_pairs)
 
     batch_modes = {}
     for name, mode_raw in data["batch_modes"].items():
@@ -376,18 +373,14 @@ def resolve(raw: dict) -> Config:
 
 
 def read_yaml(path: str | Path) -> Any:
-    """Parse the YAML file at ``path`` with a safe loader that refuses duplicate keys."""
-    path = Path(path)
+    """Parse the YAML file at ``path`` with :mod:`spsa_bench.config.safe_yaml`: bounded
+    size, depth and alias expansion, string keys only, no duplicate keys, UTF-8."""
+    from spsa_bench.config import safe_yaml
+
     try:
-        text = path.read_text()
-    except OSError as error:
-        raise ConfigError(f"cannot read config {path}: {error.strerror}") from None
-    try:
-        return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
-    except yaml.YAMLError as error:
-        raise ConfigError(f"{path}: not valid YAML: {str(error).splitlines()[0]}") from None
-    except ConfigError as error:
-        raise ConfigError(f"{path}: {error}") from None
+        return safe_yaml.load_file(path)
+    except safe_yaml.YamlError as error:
+        raise ConfigError(str(error)) from None
 
 
 def check_config_file(path: str | Path) -> None:
@@ -412,14 +405,21 @@ def load_config(path: str | Path) -> Config:
 
 
 def parse_seed_range(text: str) -> range:
-    """``"7"`` or ``"0-99"`` (inclusive) -> range; refuses reversed or malformed ranges."""
-    match = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?", text)
+    """``"7"`` or ``"0-99"`` (inclusive, ASCII digits) -> range; refuses reversed,
+    malformed and empty ranges and ranges beyond :mod:`spsa_bench.config.limits`."""
+    from spsa_bench.config.limits import LimitError, check_seed_range
+
+    match = re.fullmatch(r"\s*([0-9]{1,30})\s*(?:-\s*([0-9]{1,30})\s*)?", text, flags=re.ASCII)
     if not match:
         raise ConfigError(f"--seeds = {text!r}: expected FIRST or FIRST-LAST, e.g. 0-99")
     first = int(match.group(1))
     last = int(match.group(2)) if match.group(2) is not None else first
     if last < first:
         raise ConfigError(f"--seeds = {text!r}: the range is reversed (last < first)")
+    try:
+        check_seed_range(f"--seeds = {text!r}", first, last - first + 1)
+    except LimitError as error:
+        raise ConfigError(str(error)) from None
     return range(first, last + 1)
 
 

@@ -10,14 +10,16 @@ input) and accepts keys of any type. This module reads a document in two passes:
    costs its size without being expanded), and the kind of every mapping key
    (a scalar; never a sequence, mapping or alias). Over a limit, or on a bad key,
    the file is refused naming the line.
-2. **Construction** with the safe loader that refuses duplicate keys, then a check
-   that every key is a string.
+2. **Construction** with the safe loader that refuses duplicate keys and reads
+   YAML 1.2 floats (``1e-8`` is a number, not a string), then a check that every
+   key is a string.
 
 Text must be UTF-8; a bad byte is reported with its line and column.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +60,13 @@ def _construct_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: b
 
 
 _UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+#: YAML 1.2 floats that PyYAML's 1.1 resolver leaves as strings: an exponent without a
+#: dot (``1e-8``), an unsigned exponent (``1.5e8``), a leading dot with an exponent.
+YAML12_FLOAT = re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$")
+_UniqueKeyLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float", YAML12_FLOAT, list("-+.0123456789")
+)
 
 
 class _Frame:

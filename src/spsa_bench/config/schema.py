@@ -20,6 +20,7 @@ from pathlib import Path
 
 import yaml
 
+from spsa_bench.config.limits import MAX_SEED, MAX_SEEDS
 from spsa_bench.optimizers import REGISTRY, OptimizerSpec
 from spsa_bench.optimizers.base import hyper_schema
 
@@ -65,7 +66,9 @@ BATCH_MODE = _object(
             "description": "fixed: every job has batch_size pairs; variable: games = concurrency * 4 * round(tc_ratio)",
         },
         "batch_size": _int(
-            "pairs per job in the fixed mode (the last job is cut to the budget)", minimum=1
+            "pairs per job in the fixed mode (the last job is cut to the budget)",
+            minimum=1,
+            maximum=10**9,
         ),
         "concurrency": _range(
             "worker concurrency is drawn uniformly over the powers of two in [min, max]",
@@ -73,7 +76,7 @@ BATCH_MODE = _object(
         ),
         "speed": _range(
             "worker speed factor is drawn uniformly in [min, max] (job time is divided by it)",
-            _num("speed factor bound", exclusiveMinimum=0, maximum=1000),
+            _num("speed factor bound", minimum=0.001, maximum=1000),
         ),
         "tc_ratio": _num(
             "time-control ratio: scales the games per job in the variable mode",
@@ -83,9 +86,11 @@ BATCH_MODE = _object(
         "game_duration": _object(
             "log-normal game duration in seconds, calibrated by its median and 95th percentile",
             {
-                "median": _num("median game duration (s)", exclusiveMinimum=0),
+                "median": _num("median game duration (s)", minimum=0.001, maximum=1e6),
                 "p95": _num(
-                    "95th percentile of game duration (s), above the median", exclusiveMinimum=0
+                    "95th percentile of game duration (s), above the median",
+                    minimum=0.001,
+                    maximum=1e6,
                 ),
             },
             required=("median", "p95"),
@@ -152,7 +157,7 @@ SCENARIO = _object(
             "Elo the developer accepts losing per probe step in one dimension", exclusiveMinimum=0
         ),
         "c_fraction": _num(
-            "probe step as a fraction of the developer's range", exclusiveMinimum=0, maximum=1
+            "probe step as a fraction of the developer's range", minimum=1e-6, maximum=1
         ),
         "noise": {
             **NOISE,
@@ -223,7 +228,7 @@ def build_schema(rows: Mapping[str, OptimizerSpec] | None = None) -> dict:
                 "enum": ["arrival", "dispatch"],
                 "description": "iter_local = pairs arrived + 1 (Fishtest) or pairs dispatched + 1 (the original lab)",
             },
-            "entropy": _int("base entropy of every random stream", minimum=0),
+            "entropy": _int("base entropy of every random stream", minimum=0, maximum=2**64 - 1),
             "noise": {
                 **NOISE,
                 "description": NOISE["description"]
@@ -232,9 +237,11 @@ def build_schema(rows: Mapping[str, OptimizerSpec] | None = None) -> dict:
             "seeds": _object(
                 "the seeds to run",
                 {
-                    "first": _int("first seed", minimum=0),
-                    "count": _int("number of seeds", minimum=1),
-                    "per_job": _int("seeds per workflow job (chunk size)", minimum=1),
+                    "first": _int("first seed", minimum=0, maximum=MAX_SEED),
+                    "count": _int("number of seeds", minimum=1, maximum=MAX_SEEDS),
+                    "per_job": _int(
+                        "seeds per workflow job (chunk size)", minimum=1, maximum=MAX_SEEDS
+                    ),
                 },
                 required=("first", "count"),
             ),

@@ -49,21 +49,53 @@ def write_schedule(
     return write_atomic(ds, path)
 
 
-def read_schedule(path: str | Path) -> Schedule:
-    """The :class:`~spsa_bench.dispatch.schedule.Schedule` written by :func:`write_schedule`."""
-    with xr.open_dataset(path, engine="netcdf4") as ds:
-        ds = ds.load()
-    values = {name: np.ascontiguousarray(ds[name].values) for name in _JOB_FIELDS}
-    values.update(
-        seeds=np.asarray(ds["seed"].values, dtype=np.int64),
-        num_workers=int(ds.attrs["num_workers"]),
-        num_pairs=int(ds.attrs["num_pairs"]),
-        n_jobs=np.asarray(ds["n_jobs"].values, dtype=np.int64),
-        worker_concurrency=np.asarray(ds["concurrency"].values, dtype=np.int64),
-        worker_speed=np.asarray(ds["speed_factor"].values, dtype=np.float64),
-    )
+def read_schedule(
+    path: str | Path,
+    *,
+    num_pairs: int | None = None,
+    num_workers: int | None = None,
+    seeds=None,
+) -> Schedule:
+    """The :class:`~spsa_bench.dispatch.schedule.Schedule` written by :func:`write_schedule`,
+    checked against the run that replays it (``num_pairs``, ``num_workers``, ``seeds``
+    where given) and for consistency: every seed's jobs add up to ``num_pairs``.
+    Any problem is one ``ValueError`` naming the file."""
+    try:
+        with xr.open_dataset(path, engine="netcdf4") as ds:
+            ds = ds.load()
+        values = {name: np.ascontiguousarray(ds[name].values) for name in _JOB_FIELDS}
+        values.update(
+            seeds=np.asarray(ds["seed"].values, dtype=np.int64),
+            num_workers=int(ds.attrs["num_workers"]),
+            num_pairs=int(ds.attrs["num_pairs"]),
+            n_jobs=np.asarray(ds["n_jobs"].values, dtype=np.int64),
+            worker_concurrency=np.asarray(ds["concurrency"].values, dtype=np.int64),
+            worker_speed=np.asarray(ds["speed_factor"].values, dtype=np.float64),
+        )
+    except (OSError, RuntimeError, KeyError, ValueError, TypeError) as error:
+        detail = f"missing {error}" if isinstance(error, KeyError) else " ".join(str(error).split())
+        raise ValueError(f"{path}: not a readable schedule file ({detail})") from None
     names = {f.name for f in dataclasses.fields(Schedule)}
     missing = names - set(values)
     if missing:  # the Schedule container grew: refuse rather than guess
         raise ValueError(f"{path}: cannot rebuild Schedule fields {sorted(missing)}")
+    _check_schedule(path, values, num_pairs=num_pairs, num_workers=num_workers, seeds=seeds)
     return Schedule(**{name: values[name] for name in names})
+
+
+def _check_schedule(path, values: dict, *, num_pairs, num_workers, seeds) -> None:
+    """The file against the run (where given), then against itself."""
+    expected = {"num_pairs": num_pairs, "num_workers": num_workers}
+    for key, want in expected.items():
+        if want is not None and values[key] != want:
+            raise ValueError(f"{path}: {key} = {values[key]}, but the configuration has {want}")
+    if seeds is not None and values["seeds"].tolist() != list(seeds):
+        raise ValueError(f"{path}: seeds {values['seeds'].tolist()} are not the run's")
+    pairs = values["job_pairs"]
+    n_seeds = values["seeds"].shape[0]
+    if pairs.ndim != 2 or pairs.shape[0] != n_seeds or values["n_jobs"].shape != (n_seeds,):
+        raise ValueError(f"{path}: job arrays do not have one row per seed")
+    if np.any(values["n_jobs"] < 1) or np.any(values["n_jobs"] > pairs.shape[1]):
+        raise ValueError(f"{path}: n_jobs outside 1..{pairs.shape[1]}")
+    if np.any(pairs < 0) or np.any(pairs.sum(axis=1) != values["num_pairs"]):
+        raise ValueError(f"{path}: job sizes do not add up to num_pairs = {values['num_pairs']}")

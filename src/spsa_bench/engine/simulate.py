@@ -9,6 +9,7 @@ import numpy as np
 import xarray as xr
 
 from spsa_bench import optimizers
+from spsa_bench.config.derived import check_gains
 from spsa_bench.config.loader import BatchMode, Config, OptimizerArm
 from spsa_bench.dispatch import kpis
 from spsa_bench.dispatch.schedule import Schedule, sync_schedule
@@ -54,6 +55,7 @@ def replay_arm(
 ) -> RunResult:
     """Build ``arm`` from the developer view only (never from the bowl) and replay it."""
     built = optimizers.build(arm.kind, problem.view, arm.hyper, name=arm.name)
+    check_gains(built, arm.name)
     return replay(
         built,
         schedule,
@@ -99,7 +101,9 @@ def simulate(
         kpis=kpis.schedule_kpis(schedule),
         kpi_attrs=kpis.KPI_ATTRS,
     )
-    return with_outcome_counts(dataset, result.outcome_counts, noise)
+    dataset = with_outcome_counts(dataset, result.outcome_counts, noise)
+    check_finite_run(dataset, f"{optimizer}/{batch_mode}/{scenario}")
+    return dataset
 
 
 def with_outcome_counts(dataset: xr.Dataset, counts: np.ndarray, noise: NoiseModel) -> xr.Dataset:
@@ -118,3 +122,29 @@ def with_outcome_counts(dataset: xr.Dataset, counts: np.ndarray, noise: NoiseMod
     )
     dataset.attrs.update(noise.attributes())
     return dataset
+
+
+#: Float variables whose NaN means "not applicable" (stored as the CF ``_FillValue``,
+#: NaN, which xarray writes for every float variable): a synchronous run has no
+#: simulated duration.
+NOT_APPLICABLE = frozenset({"simulated_duration"})
+
+
+def check_finite_run(dataset: xr.Dataset, label: str) -> None:
+    """Refuse a run holding a non-finite number (a NaN only where :data:`NOT_APPLICABLE`),
+    so no infinity or stray NaN is ever written; the message names variable and seed."""
+    for name, variable in dataset.variables.items():
+        if variable.dtype.kind not in "fc":
+            continue
+        values = variable.values
+        bad = np.isinf(values) if name in NOT_APPLICABLE else ~np.isfinite(values)
+        if bad.any():
+            where = np.argwhere(bad)[0]
+            at = ", ".join(
+                f"{dim} {dataset[dim].values[i] if dim in dataset.coords else i}"
+                for dim, i in zip(variable.dims, where, strict=True)
+            )
+            raise ValueError(
+                f"run {label}: {name} has {int(bad.sum())} non-finite values (first at {at or 'scalar'}); "
+                "nothing written"
+            )

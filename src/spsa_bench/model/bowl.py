@@ -152,6 +152,33 @@ def developer_scales(
     return c_dev, lo, hi
 
 
+def check_derived(bowl: TrueBowl, c_dev, lo, hi, names) -> None:
+    """Refuse a problem whose derived quantities a float cannot hold.
+
+    ``k_elo``, ``c`` and the bounds must be finite, and so must the largest true Elo
+    loss inside the bounds, ``k_elo sum_i w_true[i] max((lo_i - peak_i)^2, (hi_i - peak_i)^2)``,
+    with a factor 8 of headroom for the probe differences computed from it; then no
+    clipped parameter vector has a non-finite Elo. Messages name the scenario key.
+    """
+    with np.errstate(all="ignore"):
+        if not np.isfinite(bowl.k_elo):
+            raise ValueError(f"k_elo = {bowl.k_elo}: the Elo scale is not finite")
+        bad = np.flatnonzero(~np.isfinite(c_dev) | ~np.isfinite(lo) | ~np.isfinite(hi))
+        if bad.size:
+            raise ValueError(
+                f"group {names[bad[0]]}: c = {c_dev[bad[0]]:.6g} or its bounds "
+                f"[{lo[bad[0]]:.6g}, {hi[bad[0]]:.6g}] are not finite "
+                "(raise c_fraction, lower c_elo_gap or give theta_min/theta_max)"
+            )
+        reach = np.maximum((lo - bowl.theta_peak) ** 2, (hi - bowl.theta_peak) ** 2)
+        worst = 8.0 * bowl.k_elo * float(np.sum(bowl.w_true * reach))
+    if not np.isfinite(worst):
+        raise ValueError(
+            "the true Elo loss at the developer bounds overflows a float "
+            "(raise c_fraction, lower c_elo_gap or give narrower theta_min/theta_max)"
+        )
+
+
 def build_problem(groups, *, start_elo, peak_elo, c_elo_gap, c_fraction, num_pairs) -> Problem:
     """Expand parameter groups into per-parameter arrays and split truth from view.
 
@@ -180,6 +207,7 @@ def build_problem(groups, *, start_elo, peak_elo, c_elo_gap, c_fraction, num_pai
         arrays["theta_min"],
         arrays["theta_max"],
     )
+    check_derived(bowl, c_dev, lo, hi, names)
     view = DeveloperView(
         theta_start=arrays["theta_start"],
         theta_min=lo,

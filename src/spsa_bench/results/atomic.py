@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import glob
 import os
+import re
+import socket
+import stat
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -17,30 +21,111 @@ def _umask() -> int:
     return mask
 
 
+#: A temporary file older than this is stale whoever wrote it (a writer on another host).
+STALE_SECONDS = 24 * 3600
+_HOST = re.sub(r"[^A-Za-z0-9-]", "-", socket.gethostname()) or "host"
+
+
+class OutputPathError(ValueError):
+    """An output path that must not be written (names the flag and the path)."""
+
+
+def check_output(path: str | Path, *, flag: str = "--output", inputs=()) -> Path:
+    """Refuse an output path before any work: empty, a directory, a device or other
+    non-regular file, or the same file as one of ``inputs`` (e.g. the configuration)."""
+    text = str(path)
+    if not text.strip():
+        raise OutputPathError(f"{flag} = {text!r}: empty path")
+    if text.endswith(os.sep):
+        raise OutputPathError(f"{flag} = {text!r}: names a directory, not a file")
+    path = Path(text)
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        mode = None
+    except OSError as error:
+        raise OutputPathError(f"{flag} = {text!r}: {error.strerror}") from None
+    if mode is not None and not stat.S_ISREG(mode):
+        kind = "a directory" if stat.S_ISDIR(mode) else "not a regular file (a device or pipe)"
+        raise OutputPathError(f"{flag} = {text!r}: {kind}; give a file path")
+    for source in inputs:
+        if mode is not None and Path(source).exists() and os.path.samefile(path, source):
+            raise OutputPathError(f"{flag} = {text!r}: the same file as the input {source}")
+    parent = path.parent
+    if parent.exists() and not parent.is_dir():
+        raise OutputPathError(f"{flag} = {text!r}: {parent} is not a directory")
+    return path
+
+
+def _owner_alive(middle: str) -> bool:
+    """Whether the writer named in a temporary file's ``HOST~PID~RANDOM`` part may still run."""
+    host, _, rest = middle.partition("~")
+    pid = rest.partition("~")[0]
+    if host != _HOST or not pid.isdigit():
+        return True  # another host's, or an unknown name: only age makes it stale
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # exists, owned by another user
+    return True
+
+
+def _clear_stale(path: Path) -> None:
+    """Remove temporaries of ``path`` left by writers that died (same host, no such
+    process) or that are older than :data:`STALE_SECONDS`; a live writer's stays."""
+    prefix, suffix = f".{path.name}.", f".tmp{path.suffix}"
+    now = time.time()
+    for stale in path.parent.glob(f"{glob.escape(prefix)}*{glob.escape(suffix)}"):
+        middle = stale.name[len(prefix) : len(stale.name) - len(suffix)]
+        try:
+            old = now - stale.lstat().st_mtime > STALE_SECONDS
+        except FileNotFoundError:
+            continue
+        if old or not _owner_alive(middle):
+            stale.unlink(missing_ok=True)
+
+
+def _fsync(path: str | Path, directory: bool = False) -> None:
+    fd = os.open(path, os.O_RDONLY | (os.O_DIRECTORY if directory else 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def atomic_write(path: str | Path, write: Callable[[str], object]) -> Path:
-    """``write(tmp)`` to a fresh temporary file beside ``path``, then rename it onto ``path``.
+    """``write(tmp)`` to a fresh temporary file beside ``path``, fsync it, then rename it
+    onto ``path``, which must be a regular file or absent.
 
     A reader (or a crash) never sees a partial file under the final name; a failed
-    write leaves neither the final file nor the temporary one. The file gets the
+    write leaves neither the final file nor the temporary one. The temporary name,
+    ``.NAME.HOST~PID~RANDOM.tmpSUFFIX``, is unique and names its writer, so the
+    clean-up of leftovers never removes a live writer's file. The file gets the
     permissions of an ordinary new file (0666 less the umask), not ``mkstemp``'s 0600.
     """
-    path = Path(path)
+    path = check_output(path, flag="output")
     path.parent.mkdir(parents=True, exist_ok=True)
-    # A write killed outright (SIGKILL, power loss) cannot remove its temporary
-    # file: drop what earlier, interrupted writes of this same path left behind.
-    for stale in path.parent.glob(f".{glob.escape(path.name)}.*.tmp{glob.escape(path.suffix)}"):
-        stale.unlink(missing_ok=True)
+    # A write killed outright (SIGKILL, power loss) cannot remove its temporary file.
+    _clear_stale(path)
     fd, tmp = tempfile.mkstemp(
-        prefix=f".{path.name}.", suffix=f".tmp{path.suffix}", dir=path.parent
+        prefix=f".{path.name}.{_HOST}~{os.getpid()}~", suffix=f".tmp{path.suffix}", dir=path.parent
     )
     os.close(fd)
     try:
         write(tmp)
         os.chmod(tmp, 0o666 & ~_umask())
+        _fsync(tmp)
+        check_output(path, flag="output")  # still not a device or directory
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    try:
+        _fsync(path.parent, directory=True)
+    except OSError:
+        pass  # some file systems cannot sync a directory; the rename is done
     return path
 
 
@@ -56,6 +141,12 @@ def _encoding(ds: xr.Dataset) -> dict:
 def write_atomic(ds: xr.Dataset, path: str | Path) -> Path:
     """Write ``ds`` as compressed NetCDF4, atomically (:func:`atomic_write`)."""
     encoding = _encoding(ds)
-    return atomic_write(
-        path, lambda tmp: ds.to_netcdf(tmp, engine="netcdf4", format="NETCDF4", encoding=encoding)
-    )
+
+    def write(tmp: str) -> None:
+        try:
+            ds.to_netcdf(tmp, engine="netcdf4", format="NETCDF4", encoding=encoding)
+        except (RuntimeError, OSError) as error:  # netCDF4 reports a full disk as RuntimeError
+            reason = getattr(error, "strerror", None) or str(error)
+            raise OSError(f"{path}: cannot write ({reason})") from None
+
+    return atomic_write(path, write)

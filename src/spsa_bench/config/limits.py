@@ -1,0 +1,83 @@
+"""Input limits: what a configuration or a command line may ask for.
+
+The schema bounds each number on its own; this module holds the limits that
+involve several of them, and the memory estimate of a run, so a request the
+machine cannot serve is refused before anything starts (documented in
+docs/benchmark.md, "Input limits").
+
+Memory of one run (``simulate``) of ``S`` seeds, ``N`` pairs, ``C`` checkpoints and
+``P`` parameters, in bytes::
+
+    150e6 + 32 N + S * (30 N + 8 C (3 P + 8))
+
+30 bytes per seed x pair is the measured peak of the asynchronous schedules
+(docs/cluster.md); the recorded trajectories hold theta and the two extras of the
+schedule-free arms per parameter plus a few scalars per checkpoint; 32 N covers
+the per-pair tables some arms build (block SPSA: 2 N + 2 gains).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import resource
+
+#: Largest seed: exactly representable as a float64 and as an int64.
+MAX_SEED = 2**53 - 1
+#: Most seeds in one configuration or one command.
+MAX_SEEDS = 1_000_000
+#: Libraries and interpreter of a run (measured about 140 MB).
+BASE_BYTES = 150_000_000
+#: Peak bytes per seed x pair (asynchronous schedules, measured up to 30).
+BYTES_PER_SEED_PAIR = 30
+
+
+class LimitError(ValueError):
+    """A request beyond a limit; the message names the key or flag."""
+
+
+def check_seed_range(where: str, first: int, count: int) -> None:
+    """``count`` seeds from ``first``: at most :data:`MAX_SEEDS`, none above :data:`MAX_SEED`."""
+    if count > MAX_SEEDS:
+        raise LimitError(f"{where}: {count:,} seeds, more than the limit of {MAX_SEEDS:,}")
+    if first + count - 1 > MAX_SEED:
+        raise LimitError(f"{where}: seeds up to {first + count - 1}, above the largest {MAX_SEED}")
+
+
+def run_bytes(seeds: int, num_pairs: int, checkpoints: int, params: int) -> int:
+    """Estimated peak memory of one run (formula in the module docstring)."""
+    per_seed = BYTES_PER_SEED_PAIR * num_pairs + 8 * checkpoints * (3 * params + 8)
+    return BASE_BYTES + 32 * num_pairs + seeds * per_seed
+
+
+def param_count(groups) -> int:
+    """Parameters of a scenario: the sum of its groups' counts."""
+    return sum(int(group["count"]) for group in groups)
+
+
+def available_bytes() -> int:
+    """Physical memory, or the address-space limit of this process if it is smaller."""
+    try:
+        physical = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError):
+        physical = math.inf
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    limit = math.inf if soft == resource.RLIM_INFINITY else soft
+    return int(min(physical, limit, 2**62))
+
+
+def check_memory(where: str, needed: int) -> None:
+    """Refuse ``needed`` bytes when the machine (or the process limit) has fewer."""
+    have = available_bytes()
+    if needed > have:
+        raise LimitError(
+            f"{where}: needs about {needed / 2**30:.1f} GiB of memory, more than the "
+            f"{have / 2**30:.1f} GiB available; run fewer seeds at a time"
+        )
+
+
+def check_finite(where: str, **values: float) -> None:
+    """Every value finite, else name the first that is not."""
+    for name, value in values.items():
+        if not math.isfinite(value):
+            raise LimitError(f"{where}: {name} = {value} is not a finite number")
