@@ -9,8 +9,7 @@ sys.stderr = open(snakemake.log[0], "w", buffering=1)  # noqa: SIM115 - lives as
 sys.path.insert(0, str(Path(snakemake.scriptdir).parents[1] / "src"))
 
 from spsa_bench.config.loader import resolve  # noqa: E402
-from spsa_bench.results.atomic import write_atomic  # noqa: E402
-from spsa_bench.results.combine import combine_benchmark  # noqa: E402
+from spsa_bench.results.combine import combine_benchmark, write_benchmark  # noqa: E402
 from spsa_bench.results.provenance import rule_command  # noqa: E402
 
 start = time.perf_counter()
@@ -20,7 +19,7 @@ ds = combine_benchmark(
     config_json=resolve(snakemake.config).to_json(),  # provenance: the whole benchmark's config
     command=rule_command(snakemake.rule, {}),
 )
-write_atomic(ds, snakemake.output[0])
+write_benchmark(ds, snakemake.output[0])
 print(
     f"combined {len(snakemake.input.runs)} run files: {dict(ds.sizes)} ({time.perf_counter() - start:.1f} s)",
     file=sys.stderr,

@@ -16,7 +16,8 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from spsa_bench.results.cf import conform
+from spsa_bench.results.atomic import write_atomic
+from spsa_bench.results.cf import conform, labels_to_auxiliary, labels_to_index
 from spsa_bench.results.datasets import CELL_DIMS, PARAM_COORDS, open_run
 from spsa_bench.results.provenance import provenance
 
@@ -145,12 +146,26 @@ def combine_benchmark(
     return conform(ds)
 
 
+def write_benchmark(ds: xr.Dataset, path: str | Path) -> Path:
+    """Write a combined dataset as ``path``, atomically, its text labels as CF wants them.
+
+    The cell labels (``optimizer``, ``batch_mode``, ``scenario``) are stored as the
+    auxiliary coordinates ``optimizer_label`` ... (:func:`~spsa_bench.results.cf.labels_to_auxiliary`);
+    :func:`open_benchmark` makes them the index again.
+    """
+    return write_atomic(labels_to_auxiliary(ds), path)
+
+
 def open_benchmark(path: str | Path, variables: Sequence[str] | None = None) -> xr.Dataset:
-    """Open ``results/benchmark.nc``, loading only ``variables`` (default: all) into memory."""
+    """Open ``results/benchmark.nc``, loading only ``variables`` (default: all) into memory.
+
+    The cell labels are the index of their dimensions (``ds.sel(optimizer="spsa")``
+    works), whichever layout the file has.
+    """
     with xr.open_dataset(path, engine="netcdf4") as ds:
         if variables is not None:
             ds = ds[[v for v in variables if v in ds]]
-        return ds.load()
+        return labels_to_index(ds.load())
 
 
 def open_schedules(paths: Iterable[str | Path], modes: Sequence[str]) -> dict[str, xr.Dataset]:
