@@ -234,3 +234,36 @@ def test_every_kind_of_file_passes_the_cf_checker(benchmark, tmp_path):
         assert report["scored_points"] == report["possible_points"], kind
         assert done.returncode == 0, (kind, done.stdout, done.stderr)
         assert "exceptions occurred" not in done.stdout + done.stderr, (kind, done.stdout)
+
+
+# ---------------------------------------------------------------------- combine refusals
+
+
+def test_combine_refuses_non_finite_data_naming_the_file(benchmark, tmp_path):
+    from spsa_bench.results.combine import combine_runs
+    from spsa_bench.results.datasets import open_run
+
+    _, paths = benchmark
+    run = open_run(paths[1])
+    assert run["simulated_duration"].isnull().all()  # sync: NaN where not applicable, allowed
+    bad = run.copy(deep=True)
+    bad["elo"][0, 3] = np.inf
+    bad_path = write_atomic(bad, tmp_path / "bad.nc")
+    with pytest.raises(ValueError, match=r"^\S*bad\.nc: variable elo holds non-finite") as error:
+        combine_runs([paths[0], bad_path])
+    assert "\n" not in str(error.value)
+    declared = bad.copy()
+    declared["elo"].attrs["missing_value"] = np.nan
+    ok = write_atomic(declared.isel(seed=[0]), tmp_path / "declared.nc")
+    assert np.isinf(combine_runs([paths[0], ok])["elo"].values).sum() == 1
+
+
+def test_combine_refuses_another_checkpoint_grid(benchmark, tmp_path):
+    from spsa_bench.results.combine import combine_runs
+    from spsa_bench.results.datasets import open_run
+
+    _, paths = benchmark
+    other = open_run(paths[1]).isel(pairs=slice(0, -1))
+    other_path = write_atomic(other, tmp_path / "short.nc")
+    with pytest.raises(ValueError, match=r"short\.nc: checkpoint grid \(pairs\) differs"):
+        combine_runs([paths[0], other_path])

@@ -13,12 +13,16 @@ from spsa_bench.results.combine import combine_benchmark, write_benchmark  # noq
 from spsa_bench.results.provenance import rule_command  # noqa: E402
 
 start = time.perf_counter()
-ds = combine_benchmark(
-    snakemake.input.runs,
-    order=snakemake.params.order,
-    config_json=resolve(snakemake.config).to_json(),  # provenance: the whole benchmark's config
-    command=rule_command(snakemake.rule, {}),
-)
+try:
+    ds = combine_benchmark(
+        snakemake.input.runs,
+        order=snakemake.params.order,
+        config_json=resolve(snakemake.config).to_json(),  # provenance: the whole config
+        command=rule_command(snakemake.rule, {}),
+    )
+except ValueError as error:  # a bad run file: one line naming it, exit 2
+    print(f"combine: {error}", file=sys.stderr)
+    sys.exit(2)
 write_benchmark(ds, snakemake.output[0])
 print(
     f"combined {len(snakemake.input.runs)} run files: {dict(ds.sizes)} ({time.perf_counter() - start:.1f} s)",

@@ -23,6 +23,32 @@ from spsa_bench.results.provenance import provenance
 
 NUMERIC_FILL = np.nan
 TEXT_FILL = ""
+#: Run-file variables that are NaN where they do not apply, and why. Any other
+#: variable with a non-finite value, unless it declares a ``missing_value``, is refused.
+NAN_WHERE_NOT_APPLICABLE = {
+    "simulated_duration": "the synchronous mode simulates no clock",
+}
+
+
+def check_run(path: str | Path, ds: xr.Dataset, grid: np.ndarray | None) -> None:
+    """Refuse a run file with non-finite data or a checkpoint grid other than ``grid``.
+
+    Raises ``ValueError`` naming ``path`` and the variable; variables of
+    :data:`NAN_WHERE_NOT_APPLICABLE` or with a ``missing_value`` may hold NaN.
+    """
+    for name, variable in ds.variables.items():
+        allowed = name in NAN_WHERE_NOT_APPLICABLE or "missing_value" in {
+            **variable.attrs,
+            **variable.encoding,
+        }
+        if variable.dtype.kind == "f" and not allowed and not np.isfinite(variable.values).all():
+            raise ValueError(f"{path}: variable {name} holds non-finite values (NaN or inf)")
+    if grid is not None and not np.array_equal(ds["pairs"].values, grid):
+        raise ValueError(
+            f"{path}: checkpoint grid (pairs) differs from the other run files' "
+            f"({ds.sizes['pairs']} checkpoints up to {ds['pairs'].values[-1]}, "
+            f"expected {grid.size} up to {grid[-1]})"
+        )
 
 
 def _arm_names(ds: xr.Dataset) -> list[str]:
@@ -69,12 +95,16 @@ def combine_runs(paths: Iterable[str | Path]) -> xr.Dataset:
     """Combine run files into one dataset with dims optimizer, batch_mode, scenario, seed, pairs, param.
 
     Seed ranges of one cell are concatenated along ``seed``; cells are aligned
-    on the outer product of their labels (missing cells are NaN). Per-parameter
+    on the outer product of their labels (missing cells are NaN). Every file must
+    pass :func:`check_run` (finite data, one checkpoint grid). Per-parameter
     coordinates that differ between scenarios become data indexed by scenario.
     """
     by_cell: dict[tuple, list[xr.Dataset]] = {}
+    grid = None
     for path in paths:
         ds = open_run(path)
+        check_run(path, ds, grid)
+        grid = ds["pairs"].values if grid is None else grid
         key = tuple(str(ds[d].item()) for d in CELL_DIMS)
         by_cell.setdefault(key, []).append(ds)
     if not by_cell:
