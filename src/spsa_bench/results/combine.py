@@ -105,8 +105,17 @@ def combine_runs(paths: Iterable[str | Path]) -> xr.Dataset:
         ds = open_run(path)
         check_run(path, ds, grid)
         grid = ds["pairs"].values if grid is None else grid
-        key = tuple(str(ds[d].item()) for d in CELL_DIMS)
-        by_cell.setdefault(key, []).append(ds)
+        by_cell.setdefault(cell_key(ds), []).append(ds)
+    return combine_cells(by_cell)
+
+
+def cell_key(ds: xr.Dataset) -> tuple[str, ...]:
+    """The cell labels (optimizer, batch_mode, scenario) of a run file."""
+    return tuple(str(ds[d].item()) for d in CELL_DIMS)
+
+
+def combine_cells(by_cell: Mapping[tuple, list[xr.Dataset]]) -> xr.Dataset:
+    """The runs of each cell (``{cell_key: [run datasets]}``) combined as :func:`combine_runs` says."""
     if not by_cell:
         raise ValueError("no run files to combine")
     cells, arms = [], {}
@@ -157,7 +166,17 @@ def combine_benchmark(
     ``history`` are now and ``command``, and the package and library versions and
     git state are those the run files agree on, else the combining process's.
     """
-    ds = combine_runs(paths)
+    return finish_benchmark(combine_runs(paths), order, config_json, command)
+
+
+def finish_benchmark(
+    ds: xr.Dataset,
+    order: Mapping[str, Sequence[str]] | None = None,
+    config_json: str | None = None,
+    command: str | None = None,
+) -> xr.Dataset:
+    """Cell labels of combined runs ``ds`` in ``order``, dims ordered, attributes set
+    (see :func:`combine_benchmark`)."""
     for dim, wanted in (order or {}).items():
         present = [str(v) for v in ds[dim].values]
         labels = [v for v in wanted if v in present] + [v for v in present if v not in wanted]
