@@ -56,7 +56,7 @@ def _arm_names(ds: xr.Dataset) -> list[str]:
     return [name for name, coord in ds.coords.items() if coord.ndim == 0 and name not in CELL_DIMS]
 
 
-def _cell(parts: list[xr.Dataset], key: tuple[str, ...]) -> tuple[xr.Dataset, dict]:
+def cell_dataset(parts: list[xr.Dataset], key: tuple[str, ...]) -> tuple[xr.Dataset, dict]:
     """One cell's seed ranges concatenated along ``seed``, expanded to the cell dims.
 
     Returns the cell without its arm coordinates, and those as ``{name: DataArray}``.
@@ -120,7 +120,7 @@ def combine_cells(by_cell: Mapping[tuple, list[xr.Dataset]]) -> xr.Dataset:
         raise ValueError("no run files to combine")
     cells, arms = [], {}
     for key, parts in sorted(by_cell.items()):
-        cell, arms[key[0]] = _cell(parts, key)
+        cell, arms[key[0]] = cell_dataset(parts, key)
         cells.append(cell)
     coords = _arm_coords(arms)
     # Worker pools differ in size (sync: 1 worker): pad the worker KPIs with NaN.

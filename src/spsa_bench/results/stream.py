@@ -23,7 +23,7 @@ import xarray as xr
 from spsa_bench.results.atomic import _encoding, atomic_write
 from spsa_bench.results.cf import labels_to_auxiliary
 from spsa_bench.results.combine import (
-    _cell,
+    cell_dataset,
     cell_key,
     check_run,
     combine_cells,
@@ -93,7 +93,7 @@ def _write(tmp: str, template: xr.Dataset, big: Mapping[str, xr.Variable], files
             )
             out.setncatts({**variable.attrs, "coordinates": _coordinates_attr(body, variable.dims)})
         for key, paths in files.items():
-            cell, _ = _cell([open_run(p) for p in paths], key)
+            cell, _ = cell_dataset([open_run(p) for p in paths], key)
             for name in big:
                 if name in cell:
                     values = cell[name].transpose(*big[name].dims)
