@@ -5,7 +5,8 @@
 For each ``*.nc`` under OLD_RESULTS (run files, schedule files, benchmark.nc,
 validation files) the file of the same relative path under NEW_RESULTS must hold
 every data variable of the old one, bit for bit (NaN equal to NaN), on the same
-coordinate labels. Attributes, new variables and new coordinates are ignored,
+coordinate labels (text labels stored as CF auxiliary ``<dim>_label``
+coordinates are made the index again, so either layout compares). Attributes, new variables and new coordinates are ignored,
 and labels missing from the new file (an arm taken out of the grid on purpose)
 are reported, not failed. Exit 1 on any difference. Used to show that a
 behaviour-preserving change (the package restructure) changed no result.
@@ -17,12 +18,13 @@ import sys
 from pathlib import Path
 
 import numpy as np
-import xarray as xr
+
+from spsa_bench.results.cf import open_labelled
 
 
 def compare(old_path: Path, new_path: Path) -> list[str]:
     problems = []
-    with xr.open_dataset(old_path) as old, xr.open_dataset(new_path) as new:
+    with open_labelled(old_path) as old, open_labelled(new_path) as new:
         common = {}
         for dim in old.dims:
             if dim in old.coords and dim in new.coords:

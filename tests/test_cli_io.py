@@ -10,6 +10,7 @@ import yaml
 from conftest import small_config_dict
 
 from spsa_bench.cli.main import main
+from spsa_bench.results.cf import open_labelled
 from spsa_bench.results.combine import combine_runs
 from spsa_bench.results.datasets import open_run
 
@@ -211,7 +212,7 @@ def test_validate_runs_every_configured_arm_with_its_hyperparameters(tmp_path, c
         "frozen.nc",
         "sf-sgd-block.nc",
     }
-    with xr.open_dataset(tmp_path / "v" / "frozen.nc") as ds:
+    with open_labelled(tmp_path / "v" / "frozen.nc") as ds:
         assert ds.attrs["arm"] == "frozen" and ds.attrs["kind"] == "adam"
         assert '"lr": 0.0' in ds.attrs["hyperparameters"]
         theta = ds["theta"].sel(path="macro")

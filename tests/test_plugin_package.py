@@ -19,6 +19,8 @@ import pytest
 import xarray as xr
 import yaml
 
+from spsa_bench.results.cf import open_labelled
+
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 PLUGIN = REPO / "examples" / "optimizer-plugin"
@@ -122,7 +124,7 @@ def test_snakemake_runs_the_plugin_and_validation_skips_it(plugin_env, plugin_co
         "--quiet",
     )
     results = tmp_path / "results"
-    with xr.open_dataset(results / "benchmark.nc") as ds:
+    with open_labelled(results / "benchmark.nc") as ds:
         arms = [str(v) for v in ds["optimizer"].values]
         assert arms == ["spsa", "spsa-block", "spsa-momentum", "momentum-off"]
         assert not ds["elo_loss"].isnull().any()

@@ -12,11 +12,11 @@ import dataclasses
 import numpy as np
 import pandas as pd
 import pytest
-import xarray as xr
 
 from spsa_bench.optimizers import REGISTRY, Report, build, hyper_from_dict
 from spsa_bench.optimizers.schedule_free import documented_k
 from spsa_bench.reference.micro import MicroReport, const_mean
+from spsa_bench.results.cf import open_labelled
 from spsa_bench.validation import gates as V
 
 WIDE = {"theta_min": -1e7, "theta_max": 1e7}  # nothing ever clips
@@ -312,7 +312,7 @@ def test_validate_writes_outputs(tmp_path):
     for path in written.values():
         assert path.exists() and path.stat().st_size > 0
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temp files left
-    with xr.open_dataset(written["netcdf"]) as ds:
+    with open_labelled(written["netcdf"]) as ds:
         assert ds["theta"].dims == ("path", "report", "param")
         assert list(ds["path"].values) == list(V.PATHS)
         assert {"x", "z"} <= set(ds.data_vars)
@@ -332,7 +332,7 @@ def test_validate_rejects_unknown_kind(tmp_path):
 def test_hyper_override_is_used(tmp_path):
     outcome = V.validate("adam", tmp_path, n_reports=5, n_params=2, hyper={"lr": 0.0})
     assert outcome.gap == 0.0 and outcome.passed  # no path moves: the gap counts 0
-    with xr.open_dataset(outcome.written["netcdf"]) as ds:
+    with open_labelled(outcome.written["netcdf"]) as ds:
         assert (
             float(
                 abs(

@@ -17,8 +17,9 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-import xarray as xr
 import yaml
+
+from spsa_bench.results.cf import open_labelled
 
 REPO = Path(__file__).resolve().parents[1]
 TINY = REPO / ".test" / "config" / "config.yaml"
@@ -177,7 +178,7 @@ def test_tiny_benchmark_end_to_end(env, tmp_path):
                 assert (results / "runs" / mode / scenario / optimizer / "seeds-0-3.nc").is_file()
 
     # the combined dataset opens in one call, with the grid's dims and no missing trajectory
-    with xr.open_dataset(results / "benchmark.nc") as ds:
+    with open_labelled(results / "benchmark.nc") as ds:
         assert dict(ds["elo_loss"].sizes) == {
             "optimizer": len(optimizers),
             "batch_mode": len(modes),

@@ -8,6 +8,8 @@ rule combine:
         "results/benchmark.nc",
     log:
         "results/logs/combine.log",
+    benchmark:
+        "results/benchmarks/combine.tsv"
     group:
         "aggregate"
     conda:
@@ -42,6 +44,8 @@ rule tables:
         kpis_md="results/tables/async.md",
     log:
         "results/logs/tables.log",
+    benchmark:
+        "results/benchmarks/tables.tsv"
     group:
         "aggregate"
     conda:

@@ -24,6 +24,8 @@ rule convergence_figures:
         ecdf_svg="results/figures/ecdf_pairs_to_target.svg",
     log:
         "results/logs/convergence_figures.log",
+    benchmark:
+        "results/benchmarks/convergence_figures.tsv"
     group:
         "aggregate"
     conda:
@@ -59,6 +61,8 @@ rule comparison_figures:
         paired_difference_svg="results/figures/paired_difference.svg",
     log:
         "results/logs/comparison_figures.log",
+    benchmark:
+        "results/benchmarks/comparison_figures.tsv"
     group:
         "aggregate"
     conda:
@@ -93,6 +97,8 @@ rule async_figures:
         async_workers_svg="results/figures/async_workers.svg",
     log:
         "results/logs/async_figures.log",
+    benchmark:
+        "results/benchmarks/async_figures.tsv"
     conda:
         ENV
     threads: 1

@@ -6,6 +6,10 @@ rule schedule:
         "results/schedules/{batch_mode}/seeds-{a}-{b}.nc",
     log:
         "results/logs/schedule/{batch_mode}/seeds-{a}-{b}.log",
+    benchmark:
+        "results/benchmarks/schedule/{batch_mode}/seeds-{a}-{b}.tsv"
+    group:
+        "schedule"
     conda:
         ENV
     threads: 1
@@ -25,6 +29,8 @@ rule simulate:
         run="results/runs/{batch_mode}/{scenario}/{optimizer}/seeds-{a}-{b}.nc",
     log:
         "results/logs/simulate/{batch_mode}/{scenario}/{optimizer}/seeds-{a}-{b}.log",
+    benchmark:
+        "results/benchmarks/simulate/{batch_mode}/{scenario}/{optimizer}/seeds-{a}-{b}.tsv"
     group:
         "simulate"
     conda:

@@ -20,6 +20,8 @@ rule validate_optimizers:
         gaps=expand("results/validation/{arm}_gaps.csv", arm=VALIDATED),
     log:
         "results/logs/validate_optimizers.log",
+    benchmark:
+        "results/benchmarks/validate_optimizers.tsv"
     priority: 50
     group:
         "validation"
@@ -47,6 +49,8 @@ rule validation_gaps:
         ),
     log:
         "results/logs/validation_gaps.log",
+    benchmark:
+        "results/benchmarks/validation_gaps.tsv"
     group:
         "validation"
     conda:

@@ -1,4 +1,4 @@
-"""Snakemake script: combine every run file into results/benchmark.nc."""
+"""Snakemake script: combine every run file into results/benchmark.nc, one cell at a time."""
 # ruff: noqa: F821 - `snakemake` is defined by Snakemake's script preamble
 
 import sys
@@ -9,18 +9,21 @@ sys.stderr = open(snakemake.log[0], "w", buffering=1)  # noqa: SIM115 - lives as
 sys.path.insert(0, str(Path(snakemake.scriptdir).parents[1] / "src"))
 
 from spsa_bench.config.loader import resolve  # noqa: E402
-from spsa_bench.results.atomic import write_atomic  # noqa: E402
-from spsa_bench.results.combine import combine_benchmark  # noqa: E402
 from spsa_bench.results.provenance import rule_command  # noqa: E402
+from spsa_bench.results.stream import stream_benchmark  # noqa: E402
 
 start = time.perf_counter()
-ds = combine_benchmark(
-    snakemake.input.runs,
-    order=snakemake.params.order,
-    config_json=resolve(snakemake.config).to_json(),  # provenance: the whole benchmark's config
-    command=rule_command(snakemake.rule, {}),
-)
-write_atomic(ds, snakemake.output[0])
+try:
+    ds = stream_benchmark(
+        snakemake.input.runs,
+        snakemake.output[0],
+        order=snakemake.params.order,
+        config_json=resolve(snakemake.config).to_json(),  # provenance: the whole config
+        command=rule_command(snakemake.rule, {}),
+    )
+except ValueError as error:  # a bad run file: one line naming it, exit 2
+    print(f"combine: {error}", file=sys.stderr)
+    sys.exit(2)
 print(
     f"combined {len(snakemake.input.runs)} run files: {dict(ds.sizes)} ({time.perf_counter() - start:.1f} s)",
     file=sys.stderr,

@@ -6,16 +6,27 @@ schedule time, the median replay time, their sum (wall clock), the median
 CPU time of the process (less sensitive to other load on the machine),
 events/s (reports applied per second, summed over seeds), seed-runs/s, and
 the peak memory traced during one extra (untimed) run.
+
+:func:`whole_process` adds the row a user sees: a whole ``spsa-bench simulate``
+process (interpreter start, imports, schedule, replay, compressed write) of R
+seeds, median of several, and its speed-up over the original lab's loop,
+R x ``LAB_SEED_S`` / seconds (target: at least ``WHOLE_PROCESS_TARGET``).
 """
 
 from __future__ import annotations
 
+import json
+import resource
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 import tracemalloc
+from pathlib import Path
 
 import numpy as np
+import yaml
 
 from spsa_bench.config.loader import Config
 from spsa_bench.engine.simulate import make_problem, make_schedule, replay_arm
@@ -92,4 +103,77 @@ def run_bench(
                     file=out,
                     flush=True,
                 )
+    optimizer, batch_mode = optimizers[0], batch_modes[0]
+    row = whole_process(
+        config,
+        optimizer=optimizer,
+        batch_mode=batch_mode,
+        scenario=scenario,
+        n_seeds=max(seed_counts),
+        repeats=repeats,
+        out=out,
+    )
+    rows.append({"batch_mode": batch_mode, "optimizer": optimizer, "whole_process": True, **row})
     return rows
+
+
+#: Seconds the original lab's per-seed loop takes for one seed (sync, spsa, 30,000
+#: pairs), as measured when this benchmark was written (docs/benchmark.md).
+LAB_SEED_S = 0.13
+#: Target speed-up of a whole ``spsa-bench simulate`` process over the lab's loop.
+WHOLE_PROCESS_TARGET = 150.0
+
+
+def whole_process(
+    config: Config,
+    *,
+    optimizer: str,
+    batch_mode: str,
+    scenario: str,
+    n_seeds: int,
+    repeats: int = 5,
+    out=None,
+) -> dict:
+    """Median wall time of a whole ``spsa-bench simulate`` process of ``n_seeds`` seeds
+    (``config`` given to it as a file), with its imports alone (``import spsa_bench.cli.simulate``) and the speed-up
+    ``n_seeds * LAB_SEED_S / seconds``."""
+    out = out or sys.stdout
+    spsa_bench = [sys.executable, "-m", "spsa_bench"]
+    seeds = f"0-{n_seeds - 1}"
+    with tempfile.TemporaryDirectory() as folder:
+        config_path = Path(folder) / "config.yaml"
+        config_path.write_text(yaml.safe_dump(json.loads(config.to_json())))
+        cell = ["--optimizer", optimizer, "--batch-mode", batch_mode, "--scenario", scenario]
+        command = [*spsa_bench, "simulate", "--config", str(config_path), *cell]
+        command += ["--seeds", seeds, "--quiet", "--output", str(Path(folder) / "run.nc")]
+        imports = [sys.executable, "-c", "import spsa_bench.cli.main, spsa_bench.cli.simulate"]
+        runs = [_timed(command) for _ in range(repeats)]
+        import_s = statistics.median(_timed(imports)[0] for _ in range(repeats))
+    total_s = statistics.median(wall for wall, _ in runs)
+    cpu_s = statistics.median(cpu for _, cpu in runs)
+    speedup = n_seeds * LAB_SEED_S / total_s
+    met = "met" if speedup >= WHOLE_PROCESS_TARGET else "NOT met"
+    print(
+        f"whole process: spsa-bench simulate {optimizer} {batch_mode} {scenario}, R = {n_seeds}: "
+        f"{total_s:.3f} s (cpu {cpu_s:.3f} s, imports {import_s:.3f} s), median of {repeats}; "
+        f"{speedup:.0f}x the lab's {LAB_SEED_S} s per seed (target >= {WHOLE_PROCESS_TARGET:.0f}x: {met})",
+        file=out,
+        flush=True,
+    )
+    return {
+        "seeds": n_seeds,
+        "total_s": total_s,
+        "cpu_s": cpu_s,
+        "import_s": import_s,
+        "speedup": speedup,
+    }
+
+
+def _timed(command: list[str]) -> tuple[float, float]:
+    """Wall and CPU (user + system) seconds of running ``command`` to its end."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime

@@ -54,3 +54,47 @@ def conform(ds: xr.Dataset) -> xr.Dataset:
         variable.attrs = cf_attrs(variable.attrs)
     ds.attrs["Conventions"] = CONVENTIONS
     return ds
+
+
+#: Suffix of the auxiliary coordinate holding a text dimension's labels in a file.
+LABEL_SUFFIX = "_label"
+
+
+def text_dims(ds: xr.Dataset) -> list[str]:
+    """The dimensions of ``ds`` whose coordinate variable holds text (not allowed by CF)."""
+    return [str(dim) for dim in ds.dims if dim in ds.coords and ds[dim].dtype.kind in "OUS"]
+
+
+def labels_to_auxiliary(ds: xr.Dataset) -> xr.Dataset:
+    """``ds`` as CF wants it in a file: each text dimension coordinate ``d`` becomes the
+    auxiliary coordinate ``d_label(d)``, leaving ``d`` without a coordinate variable.
+
+    CF requires a coordinate variable (a variable named like its dimension) to be
+    numeric and monotonic; text labels are auxiliary coordinates. Values unchanged;
+    a ``coordinates`` encoding kept from the files ``ds`` was read from is dropped,
+    so xarray lists the coordinates the new file has.
+    """
+    dims = text_dims(ds)
+    out = ds.drop_indexes(dims).rename_vars({dim: f"{dim}{LABEL_SUFFIX}" for dim in dims})
+    for variable in out.variables.values():
+        variable.encoding = {k: v for k, v in variable.encoding.items() if k != "coordinates"}
+    return out
+
+
+def labels_to_index(ds: xr.Dataset) -> xr.Dataset:
+    """The inverse of :func:`labels_to_auxiliary`: each auxiliary ``d_label(d)`` becomes
+    the dimension coordinate ``d`` again, indexed, so ``ds.sel(d=label)`` works.
+
+    A file written before the labels moved (text coordinate variables) passes unchanged.
+    """
+    for name in [str(n) for n in ds.coords if str(n).endswith(LABEL_SUFFIX)]:
+        dim = name.removesuffix(LABEL_SUFFIX)
+        if ds[name].dims == (dim,) and dim not in ds.variables:
+            ds = ds.rename_vars({name: dim}).set_xindex(dim)
+    return ds
+
+
+def open_labelled(path) -> xr.Dataset:
+    """Open a NetCDF file of the benchmark lazily, text labels as dimension indexes
+    (:func:`labels_to_index`), so ``ds.sel(path="macro")`` works on any layout."""
+    return labels_to_index(xr.open_dataset(path, engine="netcdf4"))

@@ -16,12 +16,39 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from spsa_bench.results.cf import conform
+from spsa_bench.results.atomic import write_atomic
+from spsa_bench.results.cf import conform, labels_to_auxiliary, labels_to_index
 from spsa_bench.results.datasets import CELL_DIMS, PARAM_COORDS, open_run
 from spsa_bench.results.provenance import provenance
 
 NUMERIC_FILL = np.nan
 TEXT_FILL = ""
+#: Run-file variables that are NaN where they do not apply, and why. Any other
+#: variable with a non-finite value, unless it declares a ``missing_value``, is refused.
+NAN_WHERE_NOT_APPLICABLE = {
+    "simulated_duration": "the synchronous mode simulates no clock",
+}
+
+
+def check_run(path: str | Path, ds: xr.Dataset, grid: np.ndarray | None) -> None:
+    """Refuse a run file with non-finite data or a checkpoint grid other than ``grid``.
+
+    Raises ``ValueError`` naming ``path`` and the variable; variables of
+    :data:`NAN_WHERE_NOT_APPLICABLE` or with a ``missing_value`` may hold NaN.
+    """
+    for name, variable in ds.variables.items():
+        allowed = name in NAN_WHERE_NOT_APPLICABLE or "missing_value" in {
+            **variable.attrs,
+            **variable.encoding,
+        }
+        if variable.dtype.kind == "f" and not allowed and not np.isfinite(variable.values).all():
+            raise ValueError(f"{path}: variable {name} holds non-finite values (NaN or inf)")
+    if grid is not None and not np.array_equal(ds["pairs"].values, grid):
+        raise ValueError(
+            f"{path}: checkpoint grid (pairs) differs from the other run files' "
+            f"({ds.sizes['pairs']} checkpoints up to {ds['pairs'].values[-1]}, "
+            f"expected {grid.size} up to {grid[-1]})"
+        )
 
 
 def _arm_names(ds: xr.Dataset) -> list[str]:
@@ -29,7 +56,7 @@ def _arm_names(ds: xr.Dataset) -> list[str]:
     return [name for name, coord in ds.coords.items() if coord.ndim == 0 and name not in CELL_DIMS]
 
 
-def _cell(parts: list[xr.Dataset], key: tuple[str, ...]) -> tuple[xr.Dataset, dict]:
+def cell_dataset(parts: list[xr.Dataset], key: tuple[str, ...]) -> tuple[xr.Dataset, dict]:
     """One cell's seed ranges concatenated along ``seed``, expanded to the cell dims.
 
     Returns the cell without its arm coordinates, and those as ``{name: DataArray}``.
@@ -68,19 +95,32 @@ def combine_runs(paths: Iterable[str | Path]) -> xr.Dataset:
     """Combine run files into one dataset with dims optimizer, batch_mode, scenario, seed, pairs, param.
 
     Seed ranges of one cell are concatenated along ``seed``; cells are aligned
-    on the outer product of their labels (missing cells are NaN). Per-parameter
+    on the outer product of their labels (missing cells are NaN). Every file must
+    pass :func:`check_run` (finite data, one checkpoint grid). Per-parameter
     coordinates that differ between scenarios become data indexed by scenario.
     """
     by_cell: dict[tuple, list[xr.Dataset]] = {}
+    grid = None
     for path in paths:
         ds = open_run(path)
-        key = tuple(str(ds[d].item()) for d in CELL_DIMS)
-        by_cell.setdefault(key, []).append(ds)
+        check_run(path, ds, grid)
+        grid = ds["pairs"].values if grid is None else grid
+        by_cell.setdefault(cell_key(ds), []).append(ds)
+    return combine_cells(by_cell)
+
+
+def cell_key(ds: xr.Dataset) -> tuple[str, ...]:
+    """The cell labels (optimizer, batch_mode, scenario) of a run file."""
+    return tuple(str(ds[d].item()) for d in CELL_DIMS)
+
+
+def combine_cells(by_cell: Mapping[tuple, list[xr.Dataset]]) -> xr.Dataset:
+    """The runs of each cell (``{cell_key: [run datasets]}``) combined as :func:`combine_runs` says."""
     if not by_cell:
         raise ValueError("no run files to combine")
     cells, arms = [], {}
     for key, parts in sorted(by_cell.items()):
-        cell, arms[key[0]] = _cell(parts, key)
+        cell, arms[key[0]] = cell_dataset(parts, key)
         cells.append(cell)
     coords = _arm_coords(arms)
     # Worker pools differ in size (sync: 1 worker): pad the worker KPIs with NaN.
@@ -126,7 +166,17 @@ def combine_benchmark(
     ``history`` are now and ``command``, and the package and library versions and
     git state are those the run files agree on, else the combining process's.
     """
-    ds = combine_runs(paths)
+    return finish_benchmark(combine_runs(paths), order, config_json, command)
+
+
+def finish_benchmark(
+    ds: xr.Dataset,
+    order: Mapping[str, Sequence[str]] | None = None,
+    config_json: str | None = None,
+    command: str | None = None,
+) -> xr.Dataset:
+    """Cell labels of combined runs ``ds`` in ``order``, dims ordered, attributes set
+    (see :func:`combine_benchmark`)."""
     for dim, wanted in (order or {}).items():
         present = [str(v) for v in ds[dim].values]
         labels = [v for v in wanted if v in present] + [v for v in present if v not in wanted]
@@ -145,12 +195,26 @@ def combine_benchmark(
     return conform(ds)
 
 
+def write_benchmark(ds: xr.Dataset, path: str | Path) -> Path:
+    """Write a combined dataset as ``path``, atomically, its text labels as CF wants them.
+
+    The cell labels (``optimizer``, ``batch_mode``, ``scenario``) are stored as the
+    auxiliary coordinates ``optimizer_label`` ... (:func:`~spsa_bench.results.cf.labels_to_auxiliary`);
+    :func:`open_benchmark` makes them the index again.
+    """
+    return write_atomic(labels_to_auxiliary(ds), path)
+
+
 def open_benchmark(path: str | Path, variables: Sequence[str] | None = None) -> xr.Dataset:
-    """Open ``results/benchmark.nc``, loading only ``variables`` (default: all) into memory."""
+    """Open ``results/benchmark.nc``, loading only ``variables`` (default: all) into memory.
+
+    The cell labels are the index of their dimensions (``ds.sel(optimizer="spsa")``
+    works), whichever layout the file has.
+    """
     with xr.open_dataset(path, engine="netcdf4") as ds:
         if variables is not None:
             ds = ds[[v for v in variables if v in ds]]
-        return ds.load()
+        return labels_to_index(ds.load())
 
 
 def open_schedules(paths: Iterable[str | Path], modes: Sequence[str]) -> dict[str, xr.Dataset]:

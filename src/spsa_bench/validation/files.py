@@ -11,6 +11,8 @@ import numpy as np
 
 from spsa_bench.optimizers import OptimizerSpec
 from spsa_bench.results.atomic import atomic_write
+from spsa_bench.results.cf import conform, labels_to_auxiliary
+from spsa_bench.results.provenance import history
 from spsa_bench.validation.gates import PATHS, Draw, ReportSequence, outcome_probabilities
 
 _SUFFIXES = {"netcdf": ".nc", "png": ".png", "svg": ".svg", "gaps": "_gaps.csv"}
@@ -59,11 +61,11 @@ def paths_dataset(paths, sequence: ReportSequence, param_names, attrs: dict):
         data_vars[name] = xr.Variable(
             ("path", "report", "param"),
             stacked,
-            {"long_name": _LONG_NAMES.get(name, name), "units": "parameter units"},
+            {"long_name": _LONG_NAMES.get(name, name), "units": "theta units"},
         )
     coords = {
         "path": list(PATHS),
-        "report": np.arange(sequence.n_reports + 1),
+        "report": ("report", np.arange(sequence.n_reports + 1), {"long_name": "report index"}),
         "param": param_names,
         "pairs": ("report", pairs, {"long_name": "pairs played before this boundary"}),
         "n_pairs": (
@@ -73,7 +75,8 @@ def paths_dataset(paths, sequence: ReportSequence, param_names, attrs: dict):
         ),
         "signal": ("report", signal, {"long_name": "total result S of the report ending here"}),
     }
-    return xr.Dataset(data_vars, coords=coords, attrs=attrs)
+    cf = {"title": f"spsa-bench validation: {attrs.get('arm', '')}", "history": history()}
+    return conform(xr.Dataset(data_vars, coords=coords, attrs=cf | attrs))
 
 
 def write_outputs(
@@ -99,7 +102,8 @@ def write_outputs(
     attrs = setup_attrs(name, spec, hyper, setup, int(sequence.offsets[0, -1]))
     param_names = [f"p{i}" for i in range(setup.n_params)]
     dataset = paths_dataset(paths, sequence, param_names, attrs)
-    atomic_write(targets["netcdf"], lambda tmp: dataset.to_netcdf(tmp, engine="netcdf4"))
+    on_disk = labels_to_auxiliary(dataset)
+    atomic_write(targets["netcdf"], lambda tmp: on_disk.to_netcdf(tmp, engine="netcdf4"))
     table = pd.DataFrame(rows)
     table.insert(0, "arm", name)
     atomic_write(targets["gaps"], lambda tmp: table.to_csv(tmp, index=False, float_format="%.6g"))

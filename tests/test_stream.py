@@ -1,0 +1,139 @@
+"""results/stream.py: the streaming combine writes the in-memory combine's file in bounded memory."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import xarray as xr
+from conftest import small_config_dict
+
+from spsa_bench.config.loader import resolve
+from spsa_bench.engine.simulate import simulate
+from spsa_bench.results.atomic import write_atomic
+from spsa_bench.results.combine import combine_benchmark, open_benchmark, write_benchmark
+from spsa_bench.results.datasets import open_run
+from spsa_bench.results.stream import stream_benchmark
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+#: Attributes stamped with the time of writing.
+STAMPED = ("created", "history")
+
+
+@pytest.fixture(scope="module")
+def run_files(tmp_path_factory):
+    """Two arms (sgd-like spsa and schedule-free, which has extra state) x sync and
+    async-fixed, seeds in two chunks; the sf-sgd arm has no async-fixed cell (NaN)."""
+    raw = small_config_dict(num_pairs=400)
+    raw["optimizers"] = {"spsa": {}, "sf-sgd": {}}
+    config = resolve(raw)
+    out = tmp_path_factory.mktemp("stream")
+    paths = []
+    for arm, mode in (("spsa", "sync"), ("spsa", "async-fixed"), ("sf-sgd", "sync")):
+        for seeds in ([0, 1], [2, 3, 4]):
+            ds = simulate(config, optimizer=arm, batch_mode=mode, scenario="mixed", seeds=seeds)
+            paths.append(write_atomic(ds, out / f"{arm}-{mode}-{seeds[0]}.nc"))
+    return paths
+
+
+def _same_file(a: Path, b: Path) -> None:
+    """Same variables, dims, dtypes, attributes (but the time stamps) and data, bit for bit."""
+    x, y = open_benchmark(a), open_benchmark(b)
+    assert set(x.variables) == set(y.variables)
+    for name in x.variables:
+        assert x[name].dims == y[name].dims and x[name].dtype == y[name].dtype, name
+        equal_nan = x[name].dtype.kind == "f"
+        assert np.array_equal(x[name].values, y[name].values, equal_nan=equal_nan), name
+        assert str(x[name].attrs) == str(y[name].attrs), name
+    strip = {k: str(v) for k, v in x.attrs.items() if k not in STAMPED}
+    assert strip == {k: str(v) for k, v in y.attrs.items() if k not in STAMPED}
+
+
+def test_streamed_file_equals_the_in_memory_one(run_files, tmp_path):
+    order = {"optimizer": ["sf-sgd", "spsa"], "batch_mode": ["sync", "async-fixed"]}
+    memory = write_benchmark(combine_benchmark(run_files, order=order), tmp_path / "memory.nc")
+    streamed = tmp_path / "streamed.nc"
+    skeleton = stream_benchmark(run_files, streamed, order=order)
+    assert "theta" not in skeleton and skeleton.sizes["pairs"] == 21
+    _same_file(memory, streamed)
+    back = open_benchmark(streamed)
+    assert back["x"].sel(optimizer="sf-sgd", batch_mode="sync").notnull().all()
+    assert back["elo"].sel(optimizer="sf-sgd", batch_mode="async-fixed").isnull().all()
+    one = open_run(run_files[3])  # spsa, async-fixed, seeds 2-4
+    np.testing.assert_array_equal(
+        back["theta"].sel(optimizer="spsa", batch_mode="async-fixed", seed=[2, 3, 4]).squeeze(),
+        one["theta"],
+    )
+
+
+def test_any_order_and_grouping_of_the_files_gives_the_same_file(run_files, tmp_path):
+    first = stream_benchmark(run_files, tmp_path / "a.nc")
+    shuffled = list(np.random.default_rng(7).permutation(run_files))
+    second = stream_benchmark(shuffled, tmp_path / "b.nc")
+    xr.testing.assert_identical(first.drop_attrs(), second.drop_attrs())
+    _same_file(tmp_path / "a.nc", tmp_path / "b.nc")
+
+
+def test_stream_refuses_a_bad_file_and_writes_nothing(run_files, tmp_path):
+    bad = open_run(run_files[0])
+    bad["elo_loss"][0, 0] = np.nan
+    bad_path = write_atomic(bad, tmp_path / "bad.nc")
+    with pytest.raises(ValueError, match=r"bad\.nc: variable elo_loss holds non-finite"):
+        stream_benchmark([*run_files[1:], bad_path], tmp_path / "out.nc")
+    assert not (tmp_path / "out.nc").exists()
+
+
+# ---------------------------------------------------------------------- bounded memory
+
+N_ARMS, N_SEEDS, N_PAIRS = 48, 200, 160
+PEAK = """
+import resource, sys
+from pathlib import Path
+from spsa_bench.results.combine import combine_benchmark, write_benchmark
+from spsa_bench.results.datasets import open_run
+from spsa_bench.results.stream import stream_benchmark
+paths = sorted(Path(sys.argv[2]).glob("arm-*.nc"))
+if sys.argv[1] == "stream":
+    stream_benchmark(paths, sys.argv[3])
+elif sys.argv[1] == "memory":
+    write_benchmark(combine_benchmark(paths), sys.argv[3])
+else:
+    open_run(paths[0])
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
+"""
+
+
+def _peak_mb(mode: str, folder: Path) -> int:
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    done = subprocess.run(
+        [sys.executable, "-c", PEAK, mode, str(folder), str(folder / f"{mode}.nc")],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    )
+    return int(done.stdout.split()[-1])
+
+
+@pytest.mark.slow
+def test_streaming_combine_stays_under_a_bound_the_in_memory_one_exceeds(run_files, tmp_path):
+    """48 arms of 200 seeds x 160 checkpoints x 8 parameters: theta alone is 98 MB in
+    memory, all checkpoint variables about 130 MB. Bound: the process's size after
+    opening one run file plus 150 MB (measured: the streaming combine about +90 MB,
+    the in-memory one about +830 MB)."""
+    one = open_run(run_files[0])
+    seeds = np.arange(N_SEEDS)
+    grown = one.isel(seed=seeds % one.sizes["seed"], pairs=np.arange(N_PAIRS) % one.sizes["pairs"])
+    grown = grown.assign_coords(seed=seeds, pairs=np.arange(N_PAIRS) * 10)
+    for arm in range(N_ARMS):
+        write_atomic(
+            grown.assign_coords(optimizer=f"arm-{arm:02d}"), tmp_path / f"arm-{arm:02d}.nc"
+        )
+    theta_mb = N_ARMS * grown["theta"].nbytes / 2**20
+    assert theta_mb > 90
+    bound = _peak_mb("open", tmp_path) + 150
+    streamed, in_memory = _peak_mb("stream", tmp_path), _peak_mb("memory", tmp_path)
+    assert streamed < bound < in_memory, (streamed, bound, in_memory)
+    _same_file(tmp_path / "memory.nc", tmp_path / "stream.nc")
