@@ -14,6 +14,8 @@ from pathlib import Path
 
 import xarray as xr
 
+from spsa_bench.results.cf import labels_to_auxiliary
+
 
 def _umask() -> int:
     mask = os.umask(0)
@@ -130,16 +132,22 @@ def atomic_write(path: str | Path, write: Callable[[str], object]) -> Path:
 
 
 def _encoding(ds: xr.Dataset) -> dict:
-    """zlib level 4 for every numeric array (scalars and strings are stored as they are)."""
+    """zlib level 4 and the fletcher32 checksum (corruption is detected on read) for every
+    numeric array; scalars and strings are stored as they are."""
     return {
-        name: {"zlib": True, "complevel": 4}
+        name: {"zlib": True, "complevel": 4, "fletcher32": True}
         for name, var in ds.variables.items()
         if var.dtype.kind in "fiub" and var.ndim > 0
     }
 
 
 def write_atomic(ds: xr.Dataset, path: str | Path) -> Path:
-    """Write ``ds`` as compressed NetCDF4, atomically (:func:`atomic_write`)."""
+    """Write ``ds`` as compressed NetCDF4, atomically (:func:`atomic_write`).
+
+    Text dimension labels (e.g. a run's ``outcome``) are written as CF auxiliary
+    ``<dim>_label`` coordinates; :func:`spsa_bench.results.cf.open_labelled` restores them.
+    """
+    ds = labels_to_auxiliary(ds)
     encoding = _encoding(ds)
 
     def write(tmp: str) -> None:

@@ -21,7 +21,7 @@ import xarray as xr
 
 from spsa_bench.engine.replay import RunResult
 from spsa_bench.model.bowl import Problem, TrueBowl
-from spsa_bench.results.cf import cf_attrs, conform
+from spsa_bench.results.cf import cf_attrs, conform, labels_to_index
 from spsa_bench.results.provenance import provenance
 
 CELL_DIMS = ("optimizer", "batch_mode", "scenario")
@@ -236,7 +236,7 @@ def open_run(path: str | Path) -> xr.Dataset:
     path = Path(path)
     try:
         with xr.open_dataset(path, engine="netcdf4") as ds:
-            loaded = ds.load()
+            loaded = labels_to_index(ds.load())
     except Exception as error:  # netCDF4 raises OSError/RuntimeError/ValueError variants
         raise ValueError(f"{path}: not a readable spsa-bench NetCDF file ({error})") from None
     missing = [v for v in ("theta", "elo_loss", *CELL_DIMS) if v not in loaded.variables]
