@@ -6,7 +6,9 @@ import time
 from pathlib import Path
 
 sys.stderr = open(snakemake.log[0], "w", buffering=1)  # noqa: SIM115 - lives as long as the job
-sys.path.insert(0, str(Path(snakemake.scriptdir).resolve().parents[1] / "src"))  # scriptdir holds ".."
+sys.path.insert(
+    0, str(Path(snakemake.scriptdir).resolve().parents[1] / "src")
+)  # scriptdir holds ".."
 
 from spsa_bench.config.loader import resolve  # noqa: E402
 from spsa_bench.results.provenance import rule_command  # noqa: E402

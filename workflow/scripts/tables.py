@@ -5,7 +5,9 @@ import sys
 from pathlib import Path
 
 sys.stderr = open(snakemake.log[0], "w", buffering=1)  # noqa: SIM115 - lives as long as the job
-sys.path.insert(0, str(Path(snakemake.scriptdir).resolve().parents[1] / "src"))  # scriptdir holds ".."
+sys.path.insert(
+    0, str(Path(snakemake.scriptdir).resolve().parents[1] / "src")
+)  # scriptdir holds ".."
 
 from spsa_bench.analysis import tables  # noqa: E402
 from spsa_bench.results.atomic import atomic_write  # noqa: E402

@@ -20,6 +20,11 @@ def add_parser(sub) -> None:
     p.add_argument("--batch-modes", help="comma-separated batch modes, or all (default: sync)")
     p.add_argument("--scenario", default="calibrated", help="scenario (default: calibrated)")
     p.add_argument(
+        "--noise",
+        choices=["vendored", "STC", "LTC", "VLTC"],
+        help="game-noise model to time (default: the scenario's, from the config)",
+    )
+    p.add_argument(
         "--repeats",
         type=bounded_int("--repeats", 1, 1000),
         default=5,
@@ -36,6 +41,7 @@ def _names(text: str | None, default: str, every) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     from spsa_bench.config.loader import ConfigError
     from spsa_bench.engine.bench import run_bench
+    from spsa_bench.model.noise import noise_model
 
     parse = bounded_int("--seeds", 1, MAX_SEEDS)
     try:
@@ -58,5 +64,6 @@ def run(args: argparse.Namespace) -> int:
         batch_modes=modes,
         scenario=args.scenario,
         repeats=args.repeats,
+        noise=noise_model(args.noise) if args.noise else None,
     )
     return 0

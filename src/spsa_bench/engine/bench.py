@@ -29,10 +29,20 @@ import numpy as np
 import yaml
 
 from spsa_bench.config.loader import Config
-from spsa_bench.engine.simulate import make_problem, make_schedule, replay_arm
+from spsa_bench.engine.simulate import make_noise, make_problem, make_schedule, replay_arm
+from spsa_bench.model.noise import NoiseModel
 
 
-def _one_run(config: Config, arm_name: str, mode_name: str, scenario: str, n_seeds: int):
+def _one_run(
+    config: Config,
+    arm_name: str,
+    mode_name: str,
+    scenario: str,
+    n_seeds: int,
+    noise: NoiseModel | None = None,
+):
+    noise = noise or make_noise(config, scenario)
+    _ = noise.fast_draw_thresholds(np.zeros(1))  # the table is built once per process, untimed
     arm = config.optimizer(arm_name)
     mode = config.batch_mode(mode_name)
     problem = make_problem(config, scenario)
@@ -41,7 +51,7 @@ def _one_run(config: Config, arm_name: str, mode_name: str, scenario: str, n_see
     start = time.perf_counter()
     schedule = make_schedule(config, mode, seeds)
     scheduled = time.perf_counter()
-    replay_arm(config, arm, problem, schedule)
+    replay_arm(config, arm, problem, schedule, noise=noise)
     done = time.perf_counter()
     cpu = time.process_time() - cpu_start
     return scheduled - start, done - scheduled, int(schedule.n_jobs.sum()), cpu
@@ -56,24 +66,30 @@ def run_bench(
     scenario: str,
     repeats: int = 5,
     out=None,
+    noise: NoiseModel | None = None,
 ) -> list[dict]:
     out = out or sys.stdout
+    noise = noise or make_noise(config, scenario)
     rows = []
     header = (
         f"{'batch mode':<15} {'optimizer':<14} {'R':>5} {'schedule s':>11} {'replay s':>9} {'total s':>8} "
         f"{'cpu s':>7} {'events/s':>11} {'seed-runs/s':>12} {'peak MiB':>9}"
     )
     print(
-        f"spsa-bench bench: {config.num_pairs} pairs, scenario {scenario}, median of {repeats} runs",
+        f"spsa-bench bench: {config.num_pairs} pairs, scenario {scenario}, noise {noise.name}, "
+        f"median of {repeats} runs",
         file=out,
     )
     print(header, file=out)
     for mode_name in batch_modes:
         for arm_name in optimizers:
             for n_seeds in seed_counts:
-                _one_run(config, arm_name, mode_name, scenario, min(n_seeds, 2))  # warm caches
+                _one_run(
+                    config, arm_name, mode_name, scenario, min(n_seeds, 2), noise
+                )  # warm caches
                 timings = [
-                    _one_run(config, arm_name, mode_name, scenario, n_seeds) for _ in range(repeats)
+                    _one_run(config, arm_name, mode_name, scenario, n_seeds, noise)
+                    for _ in range(repeats)
                 ]
                 schedule_s = statistics.median(t[0] for t in timings)
                 replay_s = statistics.median(t[1] for t in timings)
@@ -81,7 +97,7 @@ def run_bench(
                 events = timings[0][2]
                 cpu_s = statistics.median(t[3] for t in timings)
                 tracemalloc.start()
-                _one_run(config, arm_name, mode_name, scenario, n_seeds)
+                _one_run(config, arm_name, mode_name, scenario, n_seeds, noise)
                 peak = tracemalloc.get_traced_memory()[1] / 2**20
                 tracemalloc.stop()
                 row = {

@@ -29,7 +29,7 @@ from typing import NamedTuple
 import numpy as np
 
 from spsa_bench.model.developer import DeveloperView
-from spsa_bench.optimizers.adam import (
+from spsa_bench.optimizers._moments import (
     Ladder,
     block_dot,
     ema_block,

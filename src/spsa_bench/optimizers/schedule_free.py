@@ -79,6 +79,7 @@ from typing import NamedTuple
 import numpy as np
 
 from spsa_bench.model.developer import DeveloperView
+from spsa_bench.optimizers._moments import one_minus_pow
 from spsa_bench.optimizers.base import Optimizer, Report, hyperparameter
 
 
@@ -216,14 +217,6 @@ def documented_k(n: np.ndarray, beta2: float) -> np.ndarray:
         return np.ones_like(n)
     k = -np.expm1(0.5 * n * np.log(beta2)) / (n * (1.0 - np.sqrt(beta2)))
     return np.where(n > 1.0, np.clip(k, np.finfo(np.float64).tiny, 1.0), 1.0)
-
-
-def one_minus_pow(beta: float, t: np.ndarray) -> np.ndarray:
-    """``1 - beta**t`` accurately (``beta`` in [0, 1), ``t >= 1``)."""
-    t = np.asarray(t, dtype=np.float64)
-    if beta == 0.0:
-        return np.ones_like(t)
-    return -np.expm1(t * np.log(beta))
 
 
 def _sf_init(view: DeveloperView, n_seeds: int) -> dict:
