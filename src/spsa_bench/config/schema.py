@@ -199,6 +199,26 @@ def _optimizer_arm(rows: Mapping[str, OptimizerSpec], kind: str | None) -> dict:
     }
 
 
+#: The run-wide conventions of a configuration (all optional, defaults in the loader).
+RUN_CONVENTIONS = {
+    "signal": {
+        "type": "string",
+        "enum": ["raw", "scaled"],
+        "description": "raw: the report's net wins (Fishtest); scaled: net wins / (2 * sqrt(num_params))",
+    },
+    "iteration_counter": {
+        "type": "string",
+        "enum": ["arrival", "dispatch"],
+        "description": "iter_local = pairs arrived + 1 (Fishtest) or pairs dispatched + 1 (the original lab)",
+    },
+    "entropy": _int("base entropy of every random stream", minimum=0, maximum=2**64 - 1),
+    "noise": {
+        **NOISE,
+        "description": NOISE["description"] + "; default for every scenario (default: vendored)",
+    },
+}
+
+
 def build_schema(rows: Mapping[str, OptimizerSpec] | None = None) -> dict:
     """The whole configuration schema as a dict, for the optimizer ``rows``
     (default: every registered kind, plugins included)."""
@@ -218,22 +238,7 @@ def build_schema(rows: Mapping[str, OptimizerSpec] | None = None) -> dict:
                 minimum=2,
                 maximum=100001,
             ),
-            "signal": {
-                "type": "string",
-                "enum": ["raw", "scaled"],
-                "description": "raw: the report's net wins (Fishtest); scaled: net wins / (2 * sqrt(num_params))",
-            },
-            "iteration_counter": {
-                "type": "string",
-                "enum": ["arrival", "dispatch"],
-                "description": "iter_local = pairs arrived + 1 (Fishtest) or pairs dispatched + 1 (the original lab)",
-            },
-            "entropy": _int("base entropy of every random stream", minimum=0, maximum=2**64 - 1),
-            "noise": {
-                **NOISE,
-                "description": NOISE["description"]
-                + "; default for every scenario (default: vendored)",
-            },
+            **RUN_CONVENTIONS,
             "seeds": _object(
                 "the seeds to run",
                 {
