@@ -14,6 +14,8 @@ rule noise_figure:
         noise_models_svg="results/figures/noise_models.svg",
     log:
         "results/logs/noise_figure.log",
+    benchmark:
+        "results/benchmarks/noise_figure.tsv"
     conda:
         ENV
     threads: 1
