@@ -190,10 +190,17 @@ def parameter_points():
     return trajectory_points() * params
 
 
+def schedule_mem_mb(wildcards):
+    """schedule: about 104 MB plus 20 bytes per seed x pair (measured 164 MB at 100
+    seeds x 30,000 pairs, 702 MB at 1000); allowed 1.3 times that."""
+    return JOB_OVERHEAD_MB + int(1.3 * (104 + seed_pairs(wildcards) * 20 / 1e6))
+
+
 def combine_mem_mb(wildcards):
-    """95 bytes per parameter point measured with schedule-free arms in the grid
-    (2,671 MB for the default benchmark's 26.7 million); allowed 125."""
-    return JOB_OVERHEAD_MB + 150 + parameter_points() // 8_000
+    """The streaming combine: about 350 MB plus 2.5 bytes per parameter point (measured
+    407 MB for the default benchmark's 24 million points, 965 MB at 1000 seeds);
+    allowed 1.3 times that."""
+    return JOB_OVERHEAD_MB + int(1.3 * (350 + parameter_points() * 2.5 / 1e6))
 
 
 def combine_runtime(wildcards):
@@ -202,9 +209,10 @@ def combine_runtime(wildcards):
 
 
 def report_mem_mb(wildcards):
-    """tables and the figures of benchmark.nc: they load the loss trajectories only
-    (measured at most 263 MB, default benchmark and 1000 seeds alike)."""
-    return JOB_OVERHEAD_MB + 250 + trajectory_points() // 5_000
+    """tables and the figures of benchmark.nc load the loss trajectories only: about
+    245 MB plus 17 bytes per trajectory point (measured at most 251 MB for the default
+    benchmark's 1.1 million points, 427 MB at 1000 seeds); allowed 1.3 times that."""
+    return JOB_OVERHEAD_MB + int(1.3 * (245 + trajectory_points() * 17 / 1e6))
 
 
 def report_runtime(wildcards):

@@ -14,7 +14,7 @@ rule schedule:
         ENV
     threads: 1
     resources:
-        mem_mb=simulate_mem_mb,
+        mem_mb=schedule_mem_mb,
         runtime=simulate_runtime,
     params:
         settings=get_schedule_settings,
