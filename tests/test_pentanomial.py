@@ -287,7 +287,7 @@ def test_ragged_segments_equal_padded_rows():
         padded[row, :size] = rng.random(size)
     flat = np.concatenate([padded[row, :size] for row, size in enumerate(sizes)])
     np.testing.assert_array_equal(
-        pt.net_wins_from_segments(flat, thresholds, sizes),
+        pt.counts_and_net_wins_from_segments(flat, thresholds, sizes)[1],
         pt.net_wins_from_uniforms(padded, thresholds),
     )
 
@@ -334,7 +334,9 @@ def test_integer_draws_sample_like_uniforms():
     )
     sizes = np.full(30, 64)
     np.testing.assert_array_equal(
-        pt.net_wins_from_segments(draws.reshape(-1), pt.draw_thresholds(thresholds), sizes),
+        pt.counts_and_net_wins_from_segments(
+            draws.reshape(-1), pt.draw_thresholds(thresholds), sizes
+        )[1],
         pt.net_wins_from_uniforms(uniforms, thresholds),
     )
     # a threshold of exactly 1 (WW impossible) stays unreachable up to one level in 2**32

@@ -222,13 +222,6 @@ def _pair_slopes(mu: np.ndarray, delta: float, eta: np.ndarray) -> np.ndarray:
     return out
 
 
-def _clip(opponent_elo) -> tuple[np.ndarray, tuple[int, ...]]:
-    x = np.asarray(opponent_elo, dtype=np.float64)
-    if np.isnan(x).any():
-        raise ValueError("opponent Elo must not be NaN")
-    return np.clip(x.reshape(-1), -MAX_OPPONENT_ELO, MAX_OPPONENT_ELO), x.shape
-
-
 @dataclasses.dataclass(frozen=True)
 class NoiseModel:
     """A game-pair noise model: ``vendored`` or a calibrated member of the family.
@@ -256,7 +249,7 @@ class NoiseModel:
         """Pair-outcome probabilities ``(LL, DL, DD, WD, WW)``, shape ``(..., 5)``."""
         if self.vendored:
             return pentanomial.probabilities(opponent_elo)
-        x, shape = _clip(opponent_elo)
+        x, shape = pentanomial.clipped_elo(opponent_elo)
         delta, tau = self.parameters
         eta = tau * _UNIT_NODES
         mu = _solve_shift(-x, delta, eta)
@@ -284,8 +277,8 @@ class NoiseModel:
     def draw_rate_per_game(self, opponent_elo) -> np.ndarray:
         """The per-game draw probability (both games of the pair averaged)."""
         if self.vendored:
-            return _vendored_draw_rate(opponent_elo)
-        x, shape = _clip(opponent_elo)
+            return pentanomial.draw_rate_per_game(opponent_elo)
+        x, shape = pentanomial.clipped_elo(opponent_elo)
         delta, tau = self.parameters
         eta = tau * _UNIT_NODES
         _, draw, _ = _game_probabilities(_solve_shift(-x, delta, eta), eta, delta)
@@ -343,19 +336,6 @@ class NoiseModel:
         }
 
 
-def _vendored_draw_rate(opponent_elo) -> np.ndarray:
-    """Per-game draw rate of the vendored model: the mean of ``d(+a, s)`` and ``d(-a, s)``."""
-    shift = pentanomial.shift(opponent_elo)
-    a, b = 100.0, 22.0  # spec 000 §1.2, as in spsa_bench.model.pentanomial
-
-    def draw(value):
-        win = 1.0 / (1.0 + np.exp((a + shift - value) / b))
-        loss = 1.0 - 1.0 / (1.0 + np.exp((-a + shift - value) / b))
-        return 1.0 - win - loss
-
-    return 0.5 * (draw(a) + draw(-a))
-
-
 @functools.lru_cache(maxsize=8)
 def _threshold_columns(draw_rate: float, sigma2: float) -> np.ndarray:
     """Coefficient-major Hermite table of the thresholds, ``(16, cells)``.
@@ -373,9 +353,7 @@ def _threshold_columns(draw_rate: float, sigma2: float) -> np.ndarray:
     hero = -grid
     mu = _solve_shift(hero, delta, eta)
     values = np.cumsum(_pair_probabilities(mu, delta, eta)[:, :4], axis=1)
-    win, _, _ = _game_probabilities(mu, eta, delta)
-    plus = _logistic(mu[:, None] + eta[None, :] + delta)
-    dscore_dmu = (win * (1.0 - win) + plus * (1.0 - plus)) @ _UNIT_WEIGHTS
+    _, dscore_dmu = _score_residual(mu, np.tanh(_K * hero), delta, eta)
     dtarget_dhero = _K * (1.0 - np.tanh(_K * hero) ** 2)
     dmu_dgrid = -dtarget_dhero / dscore_dmu  # grid = -hero
     slopes = np.cumsum(_pair_slopes(mu, delta, eta)[:, :4], axis=1) * dmu_dgrid[:, None]

@@ -183,7 +183,7 @@ def _solve_t(x: np.ndarray, rec: np.ndarray) -> np.ndarray:
     return t
 
 
-def _clipped_elo(opponent_elo) -> tuple[np.ndarray, tuple[int, ...]]:
+def clipped_elo(opponent_elo) -> tuple[np.ndarray, tuple[int, ...]]:
     """The opponent Elo as a new flat float64 array clipped to +-599, and its original shape."""
     x = np.asarray(opponent_elo, dtype=np.float64)
     flat = np.maximum(x.reshape(-1), -MAX_OPPONENT_ELO)  # a new array (never aliases the input)
@@ -195,7 +195,7 @@ def _clipped_elo(opponent_elo) -> tuple[np.ndarray, tuple[int, ...]]:
 
 def shift(opponent_elo) -> np.ndarray:
     """The shift ``s`` solving the score equation for each (clipped) opponent Elo."""
-    x, shape = _clipped_elo(opponent_elo)
+    x, shape = clipped_elo(opponent_elo)
     t = _solve_t(x, np.empty((3, x.shape[0])))
     return (_B * np.log(t)).reshape(shape)
 
@@ -211,7 +211,7 @@ def probabilities(opponent_elo) -> np.ndarray:
     ``LL = l+ l-``, ``DL = E l+ (w+ + w-)``, ``DD = (l+ + E^2 D) w- + w+ l-``,
     ``WD = E w- (w+ + D)``, ``WW = w+ w-``.
     """
-    x, shape = _clipped_elo(opponent_elo)
+    x, shape = clipped_elo(opponent_elo)
     n = x.shape[0]
     rec = np.empty((3, n))
     t = _solve_t(x, rec)
@@ -236,6 +236,19 @@ def probabilities(opponent_elo) -> np.ndarray:
     np.multiply(w_p, l_m, out=scratch)
     np.add(e, scratch, out=out[:, 2])
     return out.reshape(shape + (5,))
+
+
+def draw_rate_per_game(opponent_elo) -> np.ndarray:
+    """The per-game draw probability at each (clipped) opponent Elo: the mean of
+    ``draw(+a, s)`` and ``draw(-a, s)`` over the pair's two book exits."""
+    shift_s = shift(opponent_elo)
+
+    def draw(value: float) -> np.ndarray:
+        win = 1.0 / (1.0 + np.exp((_A + shift_s - value) / _B))
+        loss = 1.0 - 1.0 / (1.0 + np.exp((-_A + shift_s - value) / _B))
+        return 1.0 - win - loss
+
+    return 0.5 * (draw(_A) + draw(-_A))
 
 
 def thresholds(probs: np.ndarray) -> np.ndarray:
@@ -340,30 +353,6 @@ def net_wins_from_uniforms(
     return _row_sums(acc)
 
 
-def net_wins_from_segments(
-    uniforms: np.ndarray, thresholds: np.ndarray, sizes: np.ndarray
-) -> np.ndarray:
-    """Net wins of ragged rows, int64 shape ``(seed,)``: the same rule as
-    :func:`net_wins_from_uniforms` with row ``r`` made of the next ``sizes[r]``
-    entries of the flat ``uniforms`` (rows of size 0 give 0).
-
-    For jobs of very different sizes this touches only the real pairs, where the
-    padded form would compare every row up to the longest.
-    """
-    uniforms = np.asarray(uniforms)
-    integer = uniforms.dtype == np.uint32  # integer draws with draw_thresholds
-    uniforms = uniforms if integer else uniforms.astype(np.float64, copy=False)
-    sizes = np.asarray(sizes, dtype=np.int64)
-    row_of_pair = np.repeat(np.arange(sizes.shape[0]), sizes)
-    by_threshold = np.asarray(thresholds, dtype=np.uint32 if integer else np.float64).T  # (4, seed)
-    values = np.greater_equal(uniforms, by_threshold[0][row_of_pair]).view(np.int8)
-    for j in (1, 2, 3):  # values = outcome + 2 per pair
-        values += uniforms >= by_threshold[j][row_of_pair]
-    # bincount sums small integers in float64: exact in any order
-    sums = np.bincount(row_of_pair, weights=values, minlength=sizes.shape[0])
-    return sums.astype(np.int64) - 2 * sizes
-
-
 #: Base of the packed outcome sums: each pair adds ``BASE**k`` for its outcome index ``k``, so a
 #: row of ``M < BASE`` pairs sums (exactly, below 2**53) to ``sum_k n_k BASE**k``.
 _PACK_BASE = 1024
@@ -418,7 +407,7 @@ def _counts_from_at_least(at_least: np.ndarray, pairs) -> tuple[np.ndarray, np.n
 def counts_and_net_wins_from_segments(
     uniforms: np.ndarray, thresholds: np.ndarray, sizes: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`counts_and_net_wins` for ragged rows (row ``r`` is the next ``sizes[r]``
+    """The hot path's ragged form: :func:`counts_and_net_wins` for rows of different lengths (row ``r`` is the next ``sizes[r]``
     entries of the flat ``uniforms``; rows of size 0 count nothing)."""
     uniforms = np.asarray(uniforms)
     integer = uniforms.dtype == np.uint32
