@@ -16,7 +16,7 @@ from spsa_bench.dispatch.schedule import Schedule, sync_schedule
 from spsa_bench.engine.replay import RunResult, replay
 from spsa_bench.model.bowl import Problem, build_problem
 from spsa_bench.model.noise import OUTCOMES, VENDORED, NoiseModel, noise_model
-from spsa_bench.results.datasets import run_dataset
+from spsa_bench.results.datasets import NAN_WHERE_NOT_APPLICABLE, run_dataset
 
 
 def make_problem(config: Config, scenario: str) -> Problem:
@@ -124,20 +124,15 @@ def with_outcome_counts(dataset: xr.Dataset, counts: np.ndarray, noise: NoiseMod
     return dataset
 
 
-#: Float variables whose NaN means "not applicable" (stored as the CF ``_FillValue``,
-#: NaN, which xarray writes for every float variable): a synchronous run has no
-#: simulated duration.
-NOT_APPLICABLE = frozenset({"simulated_duration"})
-
-
 def check_finite_run(dataset: xr.Dataset, label: str) -> None:
-    """Refuse a run holding a non-finite number (a NaN only where :data:`NOT_APPLICABLE`),
+    """Refuse a run holding a non-finite number (a NaN only where
+    :data:`spsa_bench.results.datasets.NAN_WHERE_NOT_APPLICABLE`),
     so no infinity or stray NaN is ever written; the message names variable and seed."""
     for name, variable in dataset.variables.items():
         if variable.dtype.kind not in "fc":
             continue
         values = variable.values
-        bad = np.isinf(values) if name in NOT_APPLICABLE else ~np.isfinite(values)
+        bad = np.isinf(values) if name in NAN_WHERE_NOT_APPLICABLE else ~np.isfinite(values)
         if bad.any():
             where = np.argwhere(bad)[0]
             at = ", ".join(

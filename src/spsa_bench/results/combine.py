@@ -18,16 +18,16 @@ import xarray as xr
 
 from spsa_bench.results.atomic import write_atomic
 from spsa_bench.results.cf import conform, labels_to_auxiliary, labels_to_index
-from spsa_bench.results.datasets import CELL_DIMS, PARAM_COORDS, open_run
+from spsa_bench.results.datasets import (
+    CELL_DIMS,
+    NAN_WHERE_NOT_APPLICABLE,
+    PARAM_COORDS,
+    open_run,
+)
 from spsa_bench.results.provenance import provenance
 
 NUMERIC_FILL = np.nan
 TEXT_FILL = ""
-#: Run-file variables that are NaN where they do not apply, and why. Any other
-#: variable with a non-finite value, unless it declares a ``missing_value``, is refused.
-NAN_WHERE_NOT_APPLICABLE = {
-    "simulated_duration": "the synchronous mode simulates no clock",
-}
 
 
 def check_run(path: str | Path, ds: xr.Dataset, grid: np.ndarray | None) -> None:

@@ -122,6 +122,14 @@ def arm_coords(config_json: str, optimizer: str, kind: str) -> dict[str, tuple]:
     return coords
 
 
+#: Run-file variables that are NaN where they do not apply, and why (written as NaN, the
+#: CF ``_FillValue`` xarray gives every float variable). Any other non-finite value in a
+#: run is an error: the replay refuses to write it and ``combine`` to read it.
+NAN_WHERE_NOT_APPLICABLE = {
+    "simulated_duration": "the synchronous mode simulates no clock",
+}
+
+
 def run_dataset(
     result: RunResult,
     problem: Problem,
