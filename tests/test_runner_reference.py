@@ -89,7 +89,9 @@ def spied(optimizer):
 
     def update(state, report):
         new = optimizer.update(state, report)
-        log.reports.append(Report(*(np.array(value, copy=True) for value in report)))
+        log.reports.append(
+            Report(*(None if value is None else np.array(value, copy=True) for value in report))
+        )
         log.theta.append(np.array(optimizer.export(new), copy=True))
         return new
 

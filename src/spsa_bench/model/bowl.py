@@ -92,6 +92,124 @@ class TrueBowl:
     def active(self) -> np.ndarray:
         return self.w_true > 0
 
+    def rows(self, index: np.ndarray) -> TrueBowl:
+        """The bowl of the seeds at ``index``: one bowl serves every seed."""
+        return self
+
+
+@dataclass(frozen=True)
+class SeedBowls:
+    """One true bowl per seed: a problem instance drawn for each seed.
+
+    In units of each parameter's scale ``s_i`` (its c_end), ``z = (theta - theta_peak[seed]) / s``
+    and, with an optional rotation ``y = R_seed z`` made of disjoint plane rotations
+    (parameter ``i`` mixed with ``partner[seed, i]``)::
+
+        y_i     = cos[seed, i] * z_i + sin[seed, i] * z_partner(i)
+        Elo     = peak_elo - sum_i elo_per_scale[seed, i] * y_i**2
+
+    so without rotation a parameter one ``s_i`` from its optimum costs
+    ``elo_per_scale[seed, i]`` Elo. For a pair ``(i, j)`` rotated by ``phi``:
+    ``cos = cos(phi)`` for both, ``sin[i] = -sin(phi)``, ``sin[j] = +sin(phi)``; an
+    unpaired parameter has ``partner = i``, ``cos = 1``, ``sin = 0``. Arrays are
+    ``(seed, param)``; ``theta`` passed in has the seed on its first axis.
+    """
+
+    theta_peak: np.ndarray
+    elo_per_scale: np.ndarray
+    scale: np.ndarray  # (param,)
+    partner: np.ndarray | None = None
+    cos: np.ndarray | None = None
+    sin: np.ndarray | None = None
+    peak_elo: float = 0.0
+
+    def __post_init__(self) -> None:
+        for name in ("theta_peak", "elo_per_scale", "scale", "cos", "sin"):
+            if getattr(self, name) is not None:
+                object.__setattr__(self, name, _readonly(getattr(self, name)))
+        if self.partner is not None:
+            partner = np.array(self.partner, dtype=np.int64, copy=True)
+            partner.setflags(write=False)
+            object.__setattr__(self, "partner", partner)
+        if self.theta_peak.ndim != 2 or self.elo_per_scale.shape != self.theta_peak.shape:
+            raise ValueError(
+                "per-seed bowls need theta_peak and elo_per_scale of one (seed, param) shape"
+            )
+        if np.any(self.elo_per_scale < 0):
+            raise ValueError("elo_per_scale must be >= 0")
+
+    @property
+    def num_seeds(self) -> int:
+        return int(self.theta_peak.shape[0])
+
+    @property
+    def rotated(self) -> bool:
+        return self.partner is not None
+
+    @property
+    def w_true(self) -> np.ndarray:
+        """Curvature in theta units per seed, ``elo_per_scale / scale**2`` (before rotation)."""
+        return self.elo_per_scale / self.scale**2
+
+    @property
+    def k_elo(self) -> float:
+        return 1.0
+
+    @property
+    def active(self) -> np.ndarray:
+        return self.elo_per_scale > 0
+
+    def rows(self, index: np.ndarray) -> SeedBowls:
+        def pick(a):
+            return None if a is None else a[index]
+
+        return SeedBowls(
+            self.theta_peak[index], self.elo_per_scale[index], self.scale,
+            pick(self.partner), pick(self.cos), pick(self.sin), self.peak_elo,
+        )  # fmt: skip
+
+    def _rotate(self, z: np.ndarray) -> np.ndarray:
+        """``R_seed z`` for ``z`` shaped ``(seed, n, param)``."""
+        if not self.rotated:
+            return z
+        index = np.broadcast_to(self.partner[:, None, :], z.shape)
+        return self.cos[:, None, :] * z + self.sin[:, None, :] * np.take_along_axis(z, index, -1)
+
+    def _per_seed(self, theta: np.ndarray) -> np.ndarray:
+        if theta.shape[0] != self.num_seeds or theta.shape[-1] != self.scale.shape[0]:
+            raise ValueError(
+                f"theta of shape {theta.shape} does not match {self.num_seeds} seed bowls "
+                f"of {self.scale.shape[0]} parameters"
+            )
+        return theta.reshape(theta.shape[0], -1, theta.shape[-1])
+
+    def elo_loss(self, theta: np.ndarray) -> np.ndarray:
+        """``peak_elo - Elo(theta)``, for ``theta`` shaped ``(seed, ..., param)``."""
+        flat = self._per_seed(theta)
+        y = self._rotate((flat - self.theta_peak[:, None, :]) / self.scale)
+        loss = np.einsum("snp,sp,snp->sn", y, self.elo_per_scale, y)
+        return loss.reshape(theta.shape[:-1])
+
+    def elo(self, theta: np.ndarray) -> np.ndarray:
+        return self.peak_elo - self.elo_loss(theta)
+
+    @property
+    def start_elo(self) -> None:
+        """Per-seed bowls have no single start Elo: see :meth:`elo` at the start."""
+        return None
+
+    def opponent_elo(self, theta_plus: np.ndarray, theta_minus: np.ndarray) -> np.ndarray:
+        """``Elo(theta_minus) - Elo(theta_plus)`` per seed, clipped to +-599 (as :class:`TrueBowl`).
+
+        ``loss(plus) - loss(minus) = sum_i e_i (y+_i - y-_i)(y+_i + y-_i)``, and ``R`` is linear.
+        """
+        plus, minus = self._per_seed(theta_plus), self._per_seed(theta_minus)
+        spread = self._rotate((plus - minus) / self.scale)
+        centre = self._rotate((plus + minus - 2.0 * self.theta_peak[:, None, :]) / self.scale)
+        difference = np.einsum("snp,sp,snp->sn", spread, self.elo_per_scale, centre)
+        difference = difference.reshape(theta_plus.shape[:-1])
+        return np.minimum(np.maximum(difference, -MAX_OPPONENT_ELO), MAX_OPPONENT_ELO)
+
 
 @dataclass(frozen=True)
 class ParamTable:

@@ -27,6 +27,11 @@ class DeveloperView:
 
     All arrays are shape ``(param,)``, private copies, and read-only, so no
     optimizer state can alias them (spec errata 7).
+
+    ``integer`` marks the parameters the engine plays as integers (a Stockfish
+    ``TUNE()`` parameter is an ``int``; all ``False`` by default). ``r_end`` is the
+    developer's per-parameter r_end of a Fishtest parameter block, or ``None``
+    when the scenario has none (the arm's ``r_end`` applies).
     """
 
     theta_start: np.ndarray
@@ -34,13 +39,22 @@ class DeveloperView:
     theta_max: np.ndarray
     c_dev: np.ndarray
     num_pairs: int
+    integer: np.ndarray | None = None
+    r_end: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         for name in ("theta_start", "theta_min", "theta_max", "c_dev"):
             object.__setattr__(self, name, _frozen(getattr(self, name)))
-        shapes = {
-            getattr(self, n).shape for n in ("theta_start", "theta_min", "theta_max", "c_dev")
-        }
+        n_params = self.theta_start.shape[0] if self.theta_start.ndim == 1 else -1
+        integer = np.zeros(max(n_params, 0), bool) if self.integer is None else self.integer
+        object.__setattr__(self, "integer", _frozen(integer, dtype=bool))
+        if self.r_end is not None:
+            object.__setattr__(self, "r_end", _frozen(self.r_end))
+            if not np.all(np.isfinite(self.r_end)) or np.any(self.r_end < 0):
+                raise ValueError("developer r_end must be finite and >= 0")
+        names = ["theta_start", "theta_min", "theta_max", "c_dev", "integer"]
+        names += ["r_end"] if self.r_end is not None else []
+        shapes = {getattr(self, n).shape for n in names}
         if len(shapes) != 1 or len(next(iter(shapes))) != 1:
             raise ValueError(f"developer view arrays must share one 1-d shape, got {shapes}")
         if np.any(self.theta_min > self.theta_max):
@@ -53,6 +67,10 @@ class DeveloperView:
     @property
     def num_params(self) -> int:
         return int(self.theta_start.shape[0])
+
+    @property
+    def has_integers(self) -> bool:
+        return bool(self.integer.any())
 
     def clip(self, theta: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         """Clamp ``theta`` (any leading shape, last axis = param) into the bounds.

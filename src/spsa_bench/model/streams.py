@@ -15,7 +15,7 @@ import numpy as np
 
 #: Purposes, in a fixed order: the index is part of the spawn key, so never
 #: reorder this tuple (append only).
-PURPOSES: tuple[str, ...] = ("flips", "match", "workers", "durations")
+PURPOSES: tuple[str, ...] = ("flips", "match", "workers", "durations", "rounding", "instance")
 
 
 def seed_sequence(entropy: int, seed: int, purpose: str, *extra: int) -> np.random.SeedSequence:

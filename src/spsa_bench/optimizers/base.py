@@ -36,6 +36,10 @@ class Report(NamedTuple):
     flip        (seed, param)  the job's Rademacher vector, +-1.0
     c           (seed, param)  the perturbation the job was played with
     iter_local  (seed,)        the job's dispatch iteration K + 1
+    realized    (seed, param)  the half-difference the two engines really played,
+                               ``(v_plus - v_minus) / 2`` of the played integers where
+                               the worker rounded a parameter, exactly ``c * flip``
+                               elsewhere (``None``: nothing was rounded)
     """
 
     n_pairs: np.ndarray
@@ -43,6 +47,7 @@ class Report(NamedTuple):
     flip: np.ndarray
     c: np.ndarray
     iter_local: np.ndarray
+    realized: np.ndarray | None = None
 
 
 State = Any  # a NamedTuple of numpy arrays with leading axis = seed

@@ -1,0 +1,112 @@
+"""The worker's rounding of integer parameters (Fishtest ``worker/games.py``).
+
+The server hands a worker float values ``clip(theta +- c_k * flip)``; the engine
+plays integers. Fishtest's worker rounds every integer parameter of each engine
+on its own, once per batch (all games of the batch play those integers)::
+
+    stochastic  v -> floor(v + U),  U ~ U(0, 1) per (job, engine, parameter)
+                (today's worker; unbiased: E[floor(v + U)] = v)
+    nearest     v -> floor(v + 1/2)   (the deterministic rounding before 2016)
+    none        v -> v                (the engine plays the float)
+
+Only parameters marked integer are rounded. The uniforms come from a counter-based
+stream per seed: SplitMix64 (Steele, Lea & Flood 2014) started from a 64-bit key
+drawn from the seed's ``rounding`` SeedSequence (:mod:`spsa_bench.model.streams`),
+read at position ``(job * 2 + engine) * n_params + param``. So a seed's rounding
+never depends on the other seeds, on the optimizer or on how many jobs ran, and
+the uniforms of every (seed, job) are computed in one vectorised step without a
+loop over seeds.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from spsa_bench.model import streams
+
+ROUNDING_MODES = ("stochastic", "nearest", "none")
+_GOLDEN_GAMMA = np.uint64(0x9E3779B97F4A7C15)
+_MIX_1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX_2 = np.uint64(0x94D049BB133111EB)
+_TO_UNIT = 2.0**-53
+
+
+def seed_keys(entropy: int, seeds) -> np.ndarray:
+    """One 64-bit SplitMix64 key per seed, from its ``rounding`` SeedSequence, ``(seed,)``."""
+    return np.array(
+        [
+            streams.seed_sequence(entropy, int(seed), "rounding").generate_state(1, np.uint64)[0]
+            for seed in seeds  # stream setup only: one key per seed
+        ],
+        dtype=np.uint64,
+    )
+
+
+def splitmix_uniforms(keys: np.ndarray, positions: np.ndarray) -> np.ndarray:
+    """Uniforms in [0, 1) at ``positions`` of each key's SplitMix64 stream.
+
+    ``keys`` has shape ``(seed,)``; ``positions`` (uint64) broadcasts against
+    ``keys[:, None, ...]``. Output ``k`` of a stream with key ``K`` is the SplitMix64
+    finaliser of ``K + (k + 1) * 0x9E3779B97F4A7C15`` (mod 2**64), top 53 bits.
+    """
+    keys = keys.reshape(keys.shape + (1,) * (np.ndim(positions)))
+    with np.errstate(over="ignore"):
+        state = keys + (np.asarray(positions, dtype=np.uint64) + np.uint64(1)) * _GOLDEN_GAMMA
+        state = (state ^ (state >> np.uint64(30))) * _MIX_1
+        state = (state ^ (state >> np.uint64(27))) * _MIX_2
+        state ^= state >> np.uint64(31)
+    return (state >> np.uint64(11)).astype(np.float64) * _TO_UNIT
+
+
+class Rounding:
+    """The integers each engine of a job plays, for the running seeds.
+
+    ``play(job, plus, minus)`` returns the played values (the floats where a
+    parameter is not integer or ``mode`` is ``"none"``). ``rows(index)`` keeps the
+    seeds at ``index`` (the replay drops finished seeds).
+    """
+
+    def __init__(self, mode: str, integer: np.ndarray, entropy: int, seeds, keys=None):
+        if mode not in ROUNDING_MODES:
+            raise ValueError(f"rounding must be one of {ROUNDING_MODES}, got {mode!r}")
+        self.mode = mode
+        self.integer = np.asarray(integer, dtype=bool)
+        self.columns = np.flatnonzero(self.integer)
+        self.active = mode != "none" and self.columns.size > 0
+        self.entropy = entropy
+        if keys is None and self.active and mode == "stochastic":
+            keys = seed_keys(entropy, seeds)
+        self.keys = keys
+
+    def rows(self, index: np.ndarray) -> Rounding:
+        keys = None if self.keys is None else self.keys[index]
+        return Rounding(self.mode, self.integer, self.entropy, (), keys=keys)
+
+    def _round(self, values: np.ndarray, job: int, engine: int) -> np.ndarray:
+        if self.mode == "nearest":
+            return np.floor(values + 0.5)
+        n_params = self.integer.shape[0]
+        positions = (np.uint64(job) * np.uint64(2) + np.uint64(engine)) * np.uint64(n_params)
+        u = splitmix_uniforms(self.keys, positions + self.columns.astype(np.uint64))
+        return np.floor(values + u)
+
+    def play(self, job: int, plus: np.ndarray, minus: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The values engine ``plus`` (engine 0) and ``minus`` (engine 1) play in ``job``."""
+        if not self.active:
+            return plus, minus
+        columns = self.columns
+        plus, minus = plus.copy(), minus.copy()
+        plus[:, columns] = self._round(plus[:, columns], job, 0)
+        minus[:, columns] = self._round(minus[:, columns], job, 1)
+        return plus, minus
+
+
+def probe_outcomes(
+    played_plus: np.ndarray, played_minus: np.ndarray, flip: np.ndarray, columns: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per seed, how many integer parameters of one job were played with equal
+    integers, and how many in the opposite order to the flip (``(seed,)`` each)."""
+    difference = played_plus[:, columns] - played_minus[:, columns]
+    equal = np.count_nonzero(difference == 0.0, axis=1)
+    swapped = np.count_nonzero(difference * flip[:, columns] < 0.0, axis=1)
+    return equal, swapped
