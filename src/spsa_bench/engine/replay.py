@@ -6,8 +6,10 @@ seeds (arrival ``e`` of every seed at the same time; seeds with fewer jobs are
 masked), and dispatches job ``W + e`` right after arrival ``e``:
 
 - dispatch of job j: ``theta = export(state)``, ``c = perturbation(iter_local)``,
-  probes ``clip(theta -+ c * flip_j)``, true Elos, pentanomial probabilities,
-  and the job's result from its own match uniforms (common random numbers).
+  probes ``clip(theta -+ c * flip_j)``, the values the worker plays (integer
+  parameters rounded, :mod:`spsa_bench.model.rounding`), true Elos, pentanomial
+  probabilities, and the job's result from its own match uniforms (common random
+  numbers).
   The result depends only on the snapshot, so it is computed at dispatch and
   held until the job arrives.
 - arrival of job j: ``state = update(state, report_j)`` on the current state.
@@ -26,9 +28,10 @@ import numpy as np
 
 from spsa_bench.dispatch.schedule import Schedule
 from spsa_bench.model import pentanomial, streams
-from spsa_bench.model.bowl import TrueBowl
+from spsa_bench.model.bowl import SeedBowls, TrueBowl
 from spsa_bench.model.developer import DeveloperView
 from spsa_bench.model.noise import VENDORED, NoiseModel
+from spsa_bench.model.rounding import Rounding, probe_outcomes
 from spsa_bench.optimizers.base import Optimizer, Report
 
 SIGNALS = ("raw", "scaled")
@@ -50,6 +53,10 @@ class RunResult:
     total_pairs: np.ndarray  # (seed,)
     n_updates: np.ndarray  # (seed,)
     outcome_counts: np.ndarray  # (seed, 5): LL, DL, DD, WD, WW of every pair played
+    # over jobs x integer parameters: the engines played equal integers / the opposite
+    # order to the flip (NaN when nothing is rounded)
+    probe_equal_fraction: np.ndarray | None = None  # (seed,)
+    probe_swapped_fraction: np.ndarray | None = None  # (seed,)
 
 
 def pairs_grid(num_pairs: int, points: int) -> np.ndarray:
@@ -121,7 +128,7 @@ class _Seeds:
     PER_SEED = (
         "origin", "uniforms", "iter_local", "job_pairs", "job_offset", "job_worker",
         "job_slot", "job_exists", "arrival_active", "arrival_worker", "arrival_pairs",
-        "arrival_iter", "n_jobs", "slot_c", "slot_flip", "slot_result",
+        "arrival_iter", "n_jobs", "slot_c", "slot_flip", "slot_result", "slot_realized",
     )  # fmt: skip
 
     def __init__(self, flips_by_job: np.ndarray, **arrays):
@@ -132,10 +139,16 @@ class _Seeds:
 
     @classmethod
     def from_schedule(
-        cls, schedule: Schedule, entropy: int, iteration_counter: str, n_params: int
+        cls,
+        schedule: Schedule,
+        entropy: int,
+        iteration_counter: str,
+        n_params: int,
+        realized: bool = False,
     ) -> _Seeds:
         """The random streams, the schedule's per-job arrays and their arrival-order
-        views, and empty worker slots, for every seed of ``schedule``."""
+        views, and empty worker slots, for every seed of ``schedule`` (slots for the
+        realized half-differences only when ``realized``)."""
         n_seeds, n_workers = schedule.num_seeds, schedule.num_workers
         iter_local = schedule.iter_local(iteration_counter)
         job_exists = schedule.job_mask()
@@ -159,6 +172,7 @@ class _Seeds:
             slot_c=np.zeros((n_seeds, n_workers + 1, n_params)),
             slot_flip=np.zeros((n_seeds, n_workers + 1, n_params)),
             slot_result=np.zeros((n_seeds, n_workers + 1)),
+            slot_realized=np.zeros((n_seeds, n_workers + 1, n_params if realized else 0)),
         )
 
     def _derive(self) -> None:
@@ -198,7 +212,7 @@ class _Replay:
         self,
         optimizer: Optimizer,
         schedule: Schedule,
-        bowl: TrueBowl,
+        bowl: TrueBowl | SeedBowls,
         view: DeveloperView,
         *,
         entropy: int,
@@ -206,13 +220,23 @@ class _Replay:
         iteration_counter: str,
         checkpoints: int,
         noise: NoiseModel,
+        rounding: str,
     ):
         self.optimizer, self.schedule, self.bowl, self.view = optimizer, schedule, bowl, view
         self.noise = noise
+        if isinstance(bowl, SeedBowls) and bowl.num_seeds != schedule.num_seeds:
+            raise ValueError(
+                f"{bowl.num_seeds} per-seed bowls for a schedule of {schedule.num_seeds} seeds"
+            )
+        self.rounding = Rounding(rounding, view.integer, entropy, schedule.seeds)
+        self.probe_equal = np.zeros(schedule.num_seeds, dtype=np.int64)
+        self.probe_swapped = np.zeros(schedule.num_seeds, dtype=np.int64)
         n_seeds, n_params = schedule.num_seeds, view.num_params
         self.n_events = schedule.arrival_job.shape[1]
         self.signal_scale = 1.0 if signal == "raw" else 1.0 / (2.0 * np.sqrt(n_params))
-        self.seeds = _Seeds.from_schedule(schedule, entropy, iteration_counter, n_params)
+        self.seeds = _Seeds.from_schedule(
+            schedule, entropy, iteration_counter, n_params, realized=self.rounding.active
+        )
         # Every seed doing the same thing at every step (the synchronous mode): jobs in
         # flight are kept as whole arrays per worker instead of in the slot arrays.
         self.lockstep = bool(self.seeds.job_uniform.all() and self.seeds.event_uniform.all())
@@ -261,7 +285,19 @@ class _Replay:
             total_pairs=self.schedule.job_pairs.sum(axis=1),
             n_updates=self.schedule.n_jobs.copy(),
             outcome_counts=self.outcome_counts,
+            **self._probe_fractions(),
         )
+
+    def _probe_fractions(self) -> dict[str, np.ndarray]:
+        """Equal and swapped integers per job and integer parameter (NaN: nothing rounded)."""
+        probes = self.schedule.n_jobs * self.rounding.columns.size
+        if not self.rounding.active:
+            probes = np.zeros_like(probes)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return {
+                "probe_equal_fraction": np.where(probes > 0, self.probe_equal / probes, np.nan),
+                "probe_swapped_fraction": np.where(probes > 0, self.probe_swapped / probes, np.nan),
+            }
 
     def dispatch(self, job: int) -> None:
         """Dispatch job ``job`` of every running seed: ``c = perturbation(iter_local)``,
@@ -274,7 +310,9 @@ class _Replay:
         else:
             c = self.optimizer.perturbation(seeds.iter_local[:, job])
         flip = seeds.flips_by_job[job].astype(np.float64)
-        thresholds = self.noise.fast_draw_thresholds(self._opponent_elo(job, c * flip))
+        step = c * flip
+        opponent, realized = self._opponent_elo(job, step, flip)
+        thresholds = self.noise.fast_draw_thresholds(opponent)
         if seeds.job_uniform[job]:
             start = seeds.job_offset[0, job]
             u = seeds.uniforms[:, start : start + seeds.job_pairs[0, job]]
@@ -282,10 +320,12 @@ class _Replay:
             self.outcome_counts[seeds.origin] += counts
             slot = seeds.job_worker[0, job]
             if self.lockstep:  # fresh arrays, handed over whole: nothing to copy
-                self.in_flight[slot] = (c, flip, net)
+                self.in_flight[slot] = (c, flip, net, realized)
             else:
                 seeds.slot_c[:, slot], seeds.slot_flip[:, slot] = c, flip
                 seeds.slot_result[:, slot] = net
+                if realized is not None:
+                    seeds.slot_realized[:, slot] = realized
         else:
             sizes = seeds.job_pairs[:, job]
             u = _job_uniforms(
@@ -296,14 +336,30 @@ class _Replay:
             slot, rows = seeds.job_slot[:, job], seeds.rows
             seeds.slot_c[rows, slot], seeds.slot_flip[rows, slot] = c, flip
             seeds.slot_result[rows, slot] = net
+            if realized is not None:
+                seeds.slot_realized[rows, slot] = realized
 
-    def _opponent_elo(self, job: int, step: np.ndarray) -> np.ndarray:
-        """``-(Elo(clip(theta + step)) - Elo(clip(theta - step)))`` per seed; a NaN (from
-        a NaN in theta, which reaches every probe) stops the run here, loudly."""
-        view = self.view
-        opponent = self.bowl.opponent_elo(
-            view.clip(self.theta + step), view.clip(self.theta - step)
-        )
+    def _opponent_elo(
+        self, job: int, step: np.ndarray, flip: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray | None]:
+        """``-(Elo(plus) - Elo(minus))`` per seed for the values the engines play,
+        ``plus``/``minus`` = ``clip(theta +- step)`` with the integer parameters rounded
+        by the worker; and the realized half-difference (``None`` when nothing is
+        rounded). A NaN (from a NaN in theta, which reaches every probe) stops the run
+        here, loudly."""
+        view, rounding = self.view, self.rounding
+        plus, minus = view.clip(self.theta + step), view.clip(self.theta - step)
+        realized = None
+        if rounding.active:
+            plus, minus = rounding.play(job, plus, minus)
+            columns = rounding.columns
+            realized = step.copy()
+            realized[:, columns] = (plus[:, columns] - minus[:, columns]) * 0.5
+            equal, swapped = probe_outcomes(plus, minus, flip, columns)
+            exists = self.seeds.job_exists[:, job]
+            self.probe_equal[self.seeds.origin] += np.where(exists, equal, 0)
+            self.probe_swapped[self.seeds.origin] += np.where(exists, swapped, 0)
+        opponent = self.bowl.opponent_elo(plus, minus)
         if np.isnan(opponent).any():
             bad = int(np.flatnonzero(np.isnan(opponent))[0])
             raise NonFiniteStateError(
@@ -311,32 +367,42 @@ class _Replay:
                 f"{int(self.schedule.seeds[self.seeds.origin[bad]])}, arrival "
                 f"{job - self.schedule.num_workers} (found probing job {job})"
             )
-        return opponent
+        return opponent, realized
 
-    def _take(self, event: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``(c, flip, net wins)`` of the job arriving at ``event``, out of its worker's slot."""
+    def _take(self, event: int) -> tuple:
+        """``(c, flip, net wins, realized)`` of the job arriving at ``event``, out of its
+        worker's slot (``realized`` is ``None`` when nothing is rounded)."""
         seeds = self.seeds
         if self.lockstep:
             return self.in_flight.pop(seeds.arrival_worker[0, event])
+        active = self.rounding.active
         if seeds.event_uniform[event]:
             slot = seeds.arrival_worker[0, event]
             c, flip = seeds.slot_c[:, slot].copy(), seeds.slot_flip[:, slot].copy()
-            return c, flip, seeds.slot_result[:, slot]
+            realized = seeds.slot_realized[:, slot].copy() if active else None
+            return c, flip, seeds.slot_result[:, slot], realized
         slot, rows = seeds.arrival_worker[:, event], seeds.rows
-        return seeds.slot_c[rows, slot], seeds.slot_flip[rows, slot], seeds.slot_result[rows, slot]
+        realized = seeds.slot_realized[rows, slot] if active else None
+        return (
+            seeds.slot_c[rows, slot],
+            seeds.slot_flip[rows, slot],
+            seeds.slot_result[rows, slot],
+            realized,
+        )
 
     def arrive(self, event: int) -> None:
         """Arrival ``event``: ``state = update(state, report)`` on the current state
         (seeds without this event keep theirs), ``theta = export(state)``, and the
         step norm ``|theta_new - theta_old|`` within each seed's last 100 updates."""
         seeds = self.seeds
-        c, flip, result = self._take(event)
+        c, flip, result, realized = self._take(event)
         report = Report(
             n_pairs=seeds.arrival_pairs[:, event].copy(),
             signal=result * self.signal_scale,
             flip=flip,
             c=c,
             iter_local=seeds.arrival_iter[:, event].copy(),
+            realized=realized,
         )
         state = self.optimizer.update(self.state, report)
         if not seeds.event_all_active[event]:
@@ -371,6 +437,8 @@ class _Replay:
         if 2 * int(running.sum()) <= running.shape[0]:
             kept = np.flatnonzero(running)
             seeds.keep(kept)
+            self.bowl = self.bowl.rows(kept)
+            self.rounding = self.rounding.rows(kept)
             self.state = type(self.state)(*(field[kept] for field in self.state))
             self.theta = self.theta[kept]
             self.position[seeds.origin] = np.arange(seeds.origin.shape[0])
@@ -402,6 +470,7 @@ def replay(
     progress: Callable[[int, int], None] | None = None,
     compact: bool = True,
     noise: NoiseModel = VENDORED,
+    rounding: str = "none",
 ) -> RunResult:
     """Run ``optimizer`` over ``schedule`` for all its seeds at once (see the module docstring).
 
@@ -410,6 +479,10 @@ def replay(
     that spy on the reports). ``progress(event, n_events)`` is called now and then.
     ``noise`` turns each job's opponent Elo into outcome thresholds (default: the
     vendored spec model); the run also counts the pentanomial outcomes it played.
+    ``rounding`` is how the worker rounds the view's integer parameters
+    (:data:`spsa_bench.model.rounding.ROUNDING_MODES`; default ``"none"``).
+    ``bowl`` may be one bowl for every seed or a :class:`SeedBowls` with one row per
+    seed of ``schedule``.
     """
     if signal not in SIGNALS:
         raise ValueError(f"signal must be one of {SIGNALS}, got {signal!r}")
@@ -423,6 +496,7 @@ def replay(
         iteration_counter=iteration_counter,
         checkpoints=checkpoints,
         noise=noise,
+        rounding=rounding,
     )
     return loop.run(compact, progress)
 
