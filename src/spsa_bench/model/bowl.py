@@ -213,20 +213,26 @@ class SeedBowls:
 
 @dataclass(frozen=True)
 class ParamTable:
-    """Per-parameter description of a scenario (for outputs, never for optimizers)."""
+    """Per-parameter description of a scenario (for outputs, never for optimizers).
+
+    ``w_true``, ``w_dev`` and ``theta_peak`` are ``None`` when the truth is drawn per
+    seed (:class:`SeedBowls`): the run file then holds them per seed.
+    """
 
     param_group: tuple[str, ...]
-    w_true: np.ndarray
-    w_dev: np.ndarray
+    w_true: np.ndarray | None
+    w_dev: np.ndarray | None
     c_dev: np.ndarray
     theta_start: np.ndarray
-    theta_peak: np.ndarray
+    theta_peak: np.ndarray | None
     theta_min: np.ndarray
     theta_max: np.ndarray
 
     @property
-    def miscalibration(self) -> np.ndarray:
+    def miscalibration(self) -> np.ndarray | None:
         """``w_true / w_dev``: above 1 the developer steps too far, below 1 too timidly."""
+        if self.w_true is None or self.w_dev is None:
+            return None
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.where(self.w_dev > 0, self.w_true / self.w_dev, np.nan)
 

@@ -20,7 +20,7 @@ import numpy as np
 import xarray as xr
 
 from spsa_bench.engine.replay import RunResult
-from spsa_bench.model.bowl import Problem, TrueBowl
+from spsa_bench.model.bowl import Problem, SeedBowls, TrueBowl
 from spsa_bench.results.cf import cf_attrs, conform, labels_to_index
 from spsa_bench.results.provenance import provenance
 
@@ -44,13 +44,17 @@ class _Run(NamedTuple):
     """What the variables of a run file are computed from."""
 
     result: RunResult
-    bowl: TrueBowl
+    bowl: TrueBowl | SeedBowls
     elo: np.ndarray  # (seed, pairs): true Elo of theta
     seeds: np.ndarray
 
 
 def _distance_to_peak(run: _Run) -> np.ndarray:
     """``||theta - theta_peak||_2`` over the active parameters, per (seed, pairs)."""
+    if isinstance(run.bowl, SeedBowls):  # the optimum and the active set of each seed
+        offset = run.result.theta - run.bowl.theta_peak[:, None, :]
+        offset = np.where(run.bowl.active[:, None, :], offset, 0.0)
+        return np.sqrt(np.sum(offset**2, axis=-1))
     active = run.bowl.active
     offset = run.result.theta[..., active] - run.bowl.theta_peak[active]
     return np.sqrt(np.sum(offset**2, axis=-1))
@@ -127,6 +131,55 @@ def arm_coords(config_json: str, optimizer: str, kind: str) -> dict[str, tuple]:
 #: run is an error: the replay refuses to write it and ``combine`` to read it.
 NAN_WHERE_NOT_APPLICABLE = {
     "simulated_duration": "the synchronous mode simulates no clock",
+    "probe_equal_fraction": "nothing was rounded (no integer parameter, or rounding: none)",
+    "probe_swapped_fraction": "nothing was rounded (no integer parameter, or rounding: none)",
+}
+
+#: Per-seed variables of a run whose truth is one drawn instance per seed (SeedBowls).
+INSTANCE_VARIABLES = {
+    "w_true": (
+        "true curvature weight of the seed's instance (before rotation)",
+        "Elo per theta units squared",
+    ),
+    "theta_peak": ("true optimum of the seed's instance", THETA),
+    "elo_per_c_end": (
+        "Elo lost one c_end from the optimum along the axis (before rotation)",
+        "Elo",
+    ),
+    "start_elo_gap": ("true Elo loss of the seed's instance at theta_start", "Elo"),
+    "rotation_partner": ("parameter rotated together with this one (itself: none)", None),
+    "rotation_cos": ("cosine of the pair's rotation angle", "1"),
+    "rotation_sin": ("signed sine of the pair's rotation angle", "1"),
+}
+
+
+def _instance_variables(bowl: SeedBowls, theta_start: np.ndarray) -> dict[str, tuple]:
+    """The seed's drawn instance (:data:`INSTANCE_VARIABLES`), as data variables."""
+    seeds = bowl.num_seeds
+    values = {
+        "w_true": bowl.w_true,
+        "theta_peak": bowl.theta_peak,
+        "elo_per_c_end": bowl.elo_per_scale,
+        "start_elo_gap": bowl.elo_loss(np.tile(theta_start, (seeds, 1))),
+    }
+    if bowl.rotated:
+        values |= {
+            "rotation_partner": bowl.partner,
+            "rotation_cos": bowl.cos,
+            "rotation_sin": bowl.sin,
+        }
+    out = {}
+    for name, value in values.items():
+        long_name, units = INSTANCE_VARIABLES[name]
+        dims = ("seed",) if value.ndim == 1 else ("seed", "param")
+        out[name] = _variable(dims, value, long_name, units)
+    return out
+
+
+#: Per-seed KPIs of the worker's rounding, written in every run (NaN: nothing rounded).
+PROBE_KPIS = {
+    "probe_equal_fraction": "share of jobs x integer parameters where both engines played the same integer",
+    "probe_swapped_fraction": "share of jobs x integer parameters where the engines played integers in the opposite order to the flip",
 }
 
 
@@ -142,8 +195,13 @@ def run_dataset(
     config_json: str,
     kpis: dict | None = None,
     kpi_attrs: dict | None = None,
+    arm_info: dict[str, float] | None = None,
 ) -> xr.Dataset:
-    """The dataset of one run, following the data contract of this module."""
+    """The dataset of one run, following the data contract of this module.
+
+    ``arm_info`` holds scalars the arm derived from the developer view (e.g. the
+    games Autoselect would ask for); each becomes a scalar coordinate.
+    """
     bowl, params = problem.bowl, problem.params
     run = _Run(result, bowl, bowl.elo(result.theta), seeds)
     data_vars = {
@@ -158,6 +216,13 @@ def run_dataset(
         name: (dims, values, cf_attrs((kpi_attrs or {}).get(name, {})))
         for name, (dims, values) in (kpis or {}).items()
     }
+    for name, long_name in PROBE_KPIS.items():
+        value = getattr(result, name)
+        if value is None:
+            value = np.full(result.theta.shape[0], np.nan)
+        data_vars[name] = _variable(("seed",), value, long_name, "1")
+    if isinstance(bowl, SeedBowls):
+        data_vars |= _instance_variables(bowl, params.theta_start)
     coords = {
         name: _variable(dims, values(run), long_name, units)
         for name, (dims, long_name, units, values) in RUN_AXES.items()
@@ -165,6 +230,7 @@ def run_dataset(
     coords |= {
         name: ("param", _param_values(params, name), cf_attrs(attrs))
         for name, attrs in PARAM_COORDS.items()
+        if getattr(params, name) is not None
     }
     cell = {"optimizer": optimizer, "batch_mode": batch_mode, "scenario": scenario}
     coords |= {
@@ -172,6 +238,10 @@ def run_dataset(
     }
     coords["optimizer"][2].update(long_name="optimizer arm", kind=optimizer_kind)
     arm = arm_coords(config_json, optimizer, optimizer_kind)
+    arm |= {
+        name: ((), float(value), {"long_name": f"{name}, derived by the optimizer arm"})
+        for name, value in sorted((arm_info or {}).items())
+    }
     clash = sorted(set(arm) & (set(data_vars) | set(coords)))
     if clash:
         raise ValueError(f"hyperparameters of {optimizer!r} clash with run variables: {clash}")
@@ -179,10 +249,15 @@ def run_dataset(
         "title": f"spsa-bench run: {optimizer} / {batch_mode} / {scenario}",
         "optimizer_kind": optimizer_kind,
         "peak_elo": bowl.peak_elo,
-        "start_elo": bowl.start_elo,
-        "k_elo": bowl.k_elo,
         **provenance(config_json),
     }
+    if isinstance(bowl, SeedBowls):
+        attrs["truth"] = (
+            "one instance drawn per seed from the scenario's truth prior: see w_true, "
+            "theta_peak, elo_per_c_end and start_elo_gap"
+        )
+    else:
+        attrs |= {"start_elo": bowl.start_elo, "k_elo": bowl.k_elo}
     return conform(xr.Dataset(data_vars, coords | arm, attrs))
 
 
