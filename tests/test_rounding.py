@@ -112,7 +112,8 @@ def test_probe_outcomes_counts_only_integer_columns():
     plus = np.array([[3.0, 4.0, 1.0], [2.0, 2.0, 5.0]])
     minus = np.array([[3.0, 5.0, 1.0], [1.0, 3.0, 5.0]])
     flip = np.array([[1.0, 1.0, 1.0], [1.0, -1.0, -1.0]])
-    equal, swapped = probe_outcomes(plus, minus, flip, np.array([0, 1]))
+    columns = np.array([0, 1])
+    equal, swapped = probe_outcomes(plus[:, columns] - minus[:, columns], flip[:, columns])
     np.testing.assert_array_equal(equal, [1, 0])
     np.testing.assert_array_equal(swapped, [1, 0])
 

@@ -290,7 +290,7 @@ class _Replay:
 
     def _probe_fractions(self) -> dict[str, np.ndarray]:
         """Equal and swapped integers per job and integer parameter (NaN: nothing rounded)."""
-        probes = self.schedule.n_jobs * self.rounding.columns.size
+        probes = self.schedule.n_jobs * self.rounding.count
         if not self.rounding.active:
             probes = np.zeros_like(probes)
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -351,11 +351,12 @@ class _Replay:
         plus, minus = view.clip(self.theta + step), view.clip(self.theta - step)
         realized = None
         if rounding.active:
-            plus, minus = rounding.play(job, plus, minus)
+            plus, minus = rounding.play(job, plus, minus, in_place=True)  # fresh from clip
             columns = rounding.columns
+            difference = plus[:, columns] - minus[:, columns]
             realized = step.copy()
-            realized[:, columns] = (plus[:, columns] - minus[:, columns]) * 0.5
-            equal, swapped = probe_outcomes(plus, minus, flip, columns)
+            realized[:, columns] = difference * 0.5
+            equal, swapped = probe_outcomes(difference, flip[:, columns])
             exists = self.seeds.job_exists[:, job]
             self.probe_equal[self.seeds.origin] += np.where(exists, equal, 0)
             self.probe_swapped[self.seeds.origin] += np.where(exists, swapped, 0)

@@ -71,8 +71,11 @@ class Rounding:
             raise ValueError(f"rounding must be one of {ROUNDING_MODES}, got {mode!r}")
         self.mode = mode
         self.integer = np.asarray(integer, dtype=bool)
-        self.columns = np.flatnonzero(self.integer)
-        self.active = mode != "none" and self.columns.size > 0
+        self.count = int(self.integer.sum())
+        self.active = mode != "none" and self.count > 0
+        # every parameter integer (a Stockfish tune): a slice, so the columns are views
+        self.columns = slice(None) if self.integer.all() else np.flatnonzero(self.integer)
+        self._offsets = np.flatnonzero(self.integer).astype(np.uint64)
         self.entropy = entropy
         if keys is None and self.active and mode == "stochastic":
             keys = seed_keys(entropy, seeds)
@@ -87,26 +90,29 @@ class Rounding:
             return np.floor(values + 0.5)
         n_params = self.integer.shape[0]
         positions = (np.uint64(job) * np.uint64(2) + np.uint64(engine)) * np.uint64(n_params)
-        u = splitmix_uniforms(self.keys, positions + self.columns.astype(np.uint64))
-        return np.floor(values + u)
+        u = splitmix_uniforms(self.keys, positions + self._offsets)
+        u += values
+        return np.floor(u, out=u)
 
-    def play(self, job: int, plus: np.ndarray, minus: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The values engine ``plus`` (engine 0) and ``minus`` (engine 1) play in ``job``."""
+    def play(
+        self, job: int, plus: np.ndarray, minus: np.ndarray, in_place: bool = False
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The values engine ``plus`` (engine 0) and ``minus`` (engine 1) play in ``job``
+        (written into ``plus`` and ``minus`` themselves when ``in_place``)."""
         if not self.active:
             return plus, minus
         columns = self.columns
-        plus, minus = plus.copy(), minus.copy()
+        if not in_place:
+            plus, minus = plus.copy(), minus.copy()
         plus[:, columns] = self._round(plus[:, columns], job, 0)
         minus[:, columns] = self._round(minus[:, columns], job, 1)
         return plus, minus
 
 
-def probe_outcomes(
-    played_plus: np.ndarray, played_minus: np.ndarray, flip: np.ndarray, columns: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Per seed, how many integer parameters of one job were played with equal
-    integers, and how many in the opposite order to the flip (``(seed,)`` each)."""
-    difference = played_plus[:, columns] - played_minus[:, columns]
+def probe_outcomes(difference: np.ndarray, flip: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per seed, how many integer parameters of one job were played with equal integers,
+    and how many in the opposite order to the flip (``(seed,)`` each), from the played
+    ``difference = v_plus - v_minus`` and the ``flip`` of those parameters."""
     equal = np.count_nonzero(difference == 0.0, axis=1)
-    swapped = np.count_nonzero(difference * flip[:, columns] < 0.0, axis=1)
+    swapped = np.count_nonzero(difference * flip < 0.0, axis=1)
     return equal, swapped
