@@ -1,0 +1,144 @@
+"""Table and figure of the c_end study (:mod:`spsa_bench.engine.cend_study`).
+
+The table has one row per (arm, c_end): the mean final Elo loss with its 95%
+Student-t interval over seeds, the paired difference to the baseline arm (the
+study's first) with its interval and Holm-adjusted p-value (the family: every
+non-baseline row), and the shares of equal and swapped integers the worker
+played. The figure shows the loss and the paired difference against c_end.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from spsa_bench.analysis import stats
+from spsa_bench.analysis.tables import _interval, markdown_table
+
+LEVEL = 0.95
+
+
+def cend_table(ds: xr.Dataset) -> pd.DataFrame:
+    """The study as a tidy table, one row per (arm, c_end)."""
+    baseline = str(ds.attrs["baseline"])
+    loss = ds["final_elo_loss"]
+    rows = []
+    for arm in ds["arm"].values:
+        for c_end in ds["c_end"].values:
+            values = loss.sel(arm=arm, c_end=c_end).values
+            mean, low, high = stats.t_interval(values, LEVEL)
+            difference = values - loss.sel(arm=baseline, c_end=c_end).values
+            is_baseline = str(arm) == baseline
+            d_mean, d_low, d_high = (
+                (np.nan,) * 3 if is_baseline else stats.t_interval(difference, LEVEL)
+            )
+            rows.append(
+                {
+                    "arm": str(arm),
+                    "c_end": float(c_end),
+                    "n_seeds": int(np.isfinite(values).sum()),
+                    "loss_mean": mean,
+                    "loss_low": low,
+                    "loss_high": high,
+                    "loss_median": float(np.nanmedian(values)),
+                    "diff_mean": d_mean,
+                    "diff_low": d_low,
+                    "diff_high": d_high,
+                    "p": np.nan if is_baseline else stats.paired_t_pvalue(difference),
+                    "probe_equal": float(
+                        np.nanmean(ds["probe_equal_fraction"].sel(arm=arm, c_end=c_end))
+                    ),
+                    "probe_swapped": float(
+                        np.nanmean(ds["probe_swapped_fraction"].sel(arm=arm, c_end=c_end))
+                    ),
+                }
+            )
+    table = pd.DataFrame(rows)
+    table["p_holm"] = stats.holm(table["p"].to_numpy())
+    return table
+
+
+def cend_markdown(table: pd.DataFrame, ds: xr.Dataset) -> str:
+    """The table as Markdown, with what it measures and under which assumptions."""
+    baseline = str(ds.attrs["baseline"])
+    t = table.copy()
+    t["loss_ci"] = _interval(t, "loss_low", "loss_high")
+    t["diff_ci"] = _interval(t, "diff_low", "diff_high")
+    pct = f"{LEVEL:.0%}"
+    lines = [
+        "# The c_end study: equal and swapped integers (fishtest #1912, #1929)",
+        "",
+        f"Scenario **{ds.attrs['scenario']}**, batch mode **{ds.attrs['batch_mode']}**, "
+        f"{int(ds.attrs['num_pairs']):,} game pairs, noise {ds.attrs['noise']}, worker rounding "
+        f"**{ds.attrs['rounding']}**, {ds.sizes['seed']} seeds. Every arm probes every parameter "
+        "with the c_end of the row (integer steps); the truth instance of a seed is the same in "
+        "every row (common random numbers), so the differences are paired. "
+        f"*Δ vs {baseline}*: mean of the per-seed difference in final Elo loss (negative: the "
+        f"arm loses less), {pct} t-interval, Holm-adjusted p over all non-baseline rows. "
+        "*equal* / *swapped*: share of jobs × parameters where the two engines played the same "
+        "integer / integers in the opposite order to the flip.",
+        "",
+        f"Assumption: {ds.attrs['assumption']}.",
+        "",
+        markdown_table(
+            t,
+            {
+                "arm": "arm",
+                "c_end": "c_end",
+                "n_seeds": "seeds",
+                "loss_mean": "loss mean",
+                "loss_ci": f"{pct} CI",
+                "loss_median": "median",
+                "diff_mean": f"Δ vs {baseline}",
+                "diff_ci": f"Δ {pct} CI",
+                "p_holm": "Holm p",
+                "probe_equal": "equal",
+                "probe_swapped": "swapped",
+            },
+        ),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def cend_figure(ds: xr.Dataset):
+    """Final loss (left) and paired difference to the baseline (right) against c_end."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    from spsa_bench.analysis.figures import optimizer_palette
+
+    table = cend_table(ds)
+    baseline = str(ds.attrs["baseline"])
+    arms = [str(a) for a in ds["arm"].values]
+    palette = optimizer_palette(arms)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(9.0, 3.6), constrained_layout=True)
+    for arm in arms:
+        rows = table[table["arm"] == arm]
+        colour = palette[arm]
+        left.plot(rows["c_end"], rows["loss_mean"], marker="o", color=colour, label=arm)
+        left.fill_between(
+            rows["c_end"], rows["loss_low"], rows["loss_high"], color=colour, alpha=0.2
+        )
+        if arm != baseline:
+            right.plot(rows["c_end"], rows["diff_mean"], marker="o", color=colour, label=arm)
+            right.fill_between(
+                rows["c_end"], rows["diff_low"], rows["diff_high"], color=colour, alpha=0.2
+            )
+    right.axhline(0.0, color="0.3", linewidth=0.8)
+    for ax in (left, right):
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(ds["c_end"].values, [f"{c:g}" for c in ds["c_end"].values])
+        ax.set_xlabel("c_end (integer steps)")
+        ax.axvspan(ds["c_end"].values.min() / 1.2, 1.0, color="0.9", zorder=0)
+    left.set_ylabel("final Elo loss (mean, 95% CI)")
+    right.set_ylabel(f"Δ final loss vs {baseline} (paired)")
+    left.legend(fontsize="small", title="arm")
+    fig.suptitle(
+        f"{ds.attrs['scenario']}: worker rounding {ds.attrs['rounding']}, "
+        f"{ds.sizes['seed']} seeds (shaded: c_end < 1)",
+        fontsize="medium",
+    )
+    return fig
