@@ -98,6 +98,21 @@ def cell_settings(config: Config, optimizer: str, batch_mode: str, scenario: str
     return cell
 
 
+def cend_study_settings(config: Config) -> dict | None:
+    """What the c_end study depends on (:mod:`spsa_bench.engine.cend_study`): its
+    scenario, batch mode, arms and seeds, the run keys and the study itself; ``None``
+    when the configuration has no ``cend_study``."""
+    study = config.resolved.get("cend_study")
+    if study is None:
+        return None
+    arms = list(study["arms"])
+    settings = cell_settings(config, arms[0], study["batch_mode"], study["scenario"])
+    settings["optimizers"] = {arm: arm_settings(config, arm) for arm in arms}
+    settings["seeds"] = {"first": config.seeds_first, "count": config.seeds_count}
+    settings["cend_study"] = copy.deepcopy(study)
+    return settings
+
+
 def schedule_settings(config: Config, batch_mode: str) -> dict:
     """What an (optimizer- and scenario-independent) job schedule depends on."""
     schema = build_schema()["properties"]

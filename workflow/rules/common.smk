@@ -73,6 +73,7 @@ SCENARIOS = list(BENCH.scenarios)
 ASYNC_MODES = grid.async_modes(BENCH)
 CHUNKS = grid.config_chunks(BENCH)
 KINDS = grid.kinds(BENCH)
+CEND_STUDY = grid.cend_study_settings(BENCH)
 # The arms validation runs: those whose kind has a micro reference.
 VALIDATED = [
     name
@@ -284,7 +285,32 @@ def get_final_outputs():
     ]
     outputs += get_validation_files()
     outputs += ["results/figures/noise_models.png", "results/figures/noise_models.svg"]
+    if CEND_STUDY is not None:
+        outputs += [
+            "results/fishtest/cend_study.nc",
+            "results/tables/cend.csv",
+            "results/tables/cend.md",
+            "results/figures/cend.png",
+            "results/figures/cend.svg",
+        ]
     return outputs
+
+
+def get_cend_study_settings():
+    """The c_end study's settings as canonical JSON (its params rerun trigger)."""
+    return grid.to_json(CEND_STUDY)
+
+
+def cend_study_mem_mb(wildcards):
+    """One simulation of the study's seeds at a time, plus its (arm, c_end, seed) results."""
+    pairs = BENCH.seeds_count * BENCH.num_pairs
+    return JOB_OVERHEAD_MB + 300 + pairs // 25_000
+
+
+def cend_study_runtime(wildcards):
+    """Every arm at every c_end, each at most 3 us per seed x pair (as simulate)."""
+    runs = len(CEND_STUDY["cend_study"]["arms"]) * len(CEND_STUDY["cend_study"]["c_end"])
+    return 2 + runs * BENCH.seeds_count * BENCH.num_pairs // 20_000_000
 
 
 def get_noise_settings():

@@ -41,21 +41,23 @@ def run(args: argparse.Namespace) -> int:
     chosen = seeds(args, config)
     progress = None if args.quiet else print_progress
     ds = run_cend_study(config, study, chosen, progress=progress)
-    paths = write_study(ds, Path(args.output_dir))
+    paths = write_study(ds, [Path(args.output_dir) / name for name in OUTPUTS])
     if not args.quiet:
         print(f"c_end study: wrote {', '.join(str(p) for p in paths)}", file=sys.stderr)
     return 0
 
 
-def write_study(ds, folder: Path, names=OUTPUTS) -> list[Path]:
-    """The study's NetCDF file, table and figure under ``folder``, each written atomically."""
+def write_study(ds, paths) -> list[Path]:
+    """The study's NetCDF file, CSV and Markdown table, PNG and SVG figure at ``paths``
+    (in that order), each written atomically."""
     import matplotlib.pyplot as plt
 
     from spsa_bench.analysis.cend import cend_figure, cend_markdown, cend_table
     from spsa_bench.results.atomic import atomic_write, write_atomic
 
-    folder.mkdir(parents=True, exist_ok=True)
-    nc, csv, md, png, svg = (folder / name for name in names)
+    nc, csv, md, png, svg = paths = [Path(path) for path in paths]
+    for path in paths:
+        path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(ds, nc)
     table = cend_table(ds)
     atomic_write(csv, lambda tmp: table.to_csv(tmp, index=False))
@@ -64,4 +66,4 @@ def write_study(ds, folder: Path, names=OUTPUTS) -> list[Path]:
     for path, kind in ((png, "png"), (svg, "svg")):
         atomic_write(path, lambda tmp, kind=kind: figure.savefig(tmp, format=kind, dpi=110))
     plt.close(figure)
-    return [nc, csv, md, png, svg]
+    return paths

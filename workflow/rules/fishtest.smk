@@ -1,0 +1,31 @@
+# The c_end study of Fishtest tunes (fishtest #1912 and #1929): the config's
+# cend_study arms at every c_end on one parameter-block scenario. Runs only when
+# the configuration has a cend_study; see docs/fishtest.md.
+
+
+rule cend_study:
+    output:
+        nc="results/fishtest/cend_study.nc",
+        csv="results/tables/cend.csv",
+        md="results/tables/cend.md",
+        png=report(
+            "results/figures/cend.png",
+            caption="../report/cend.rst",
+            category="Fishtest tunes",
+            labels={"figure": "c_end study"},
+        ),
+        svg="results/figures/cend.svg",
+    log:
+        "results/logs/cend_study.log",
+    benchmark:
+        "results/benchmarks/cend_study.tsv"
+    conda:
+        ENV
+    threads: 1
+    resources:
+        mem_mb=cend_study_mem_mb,
+        runtime=cend_study_runtime,
+    params:
+        settings=get_cend_study_settings(),
+    script:
+        "../scripts/cend_study.py"
