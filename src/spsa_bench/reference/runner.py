@@ -156,7 +156,7 @@ def pair_outcome(draw: int, probs) -> int:
 
 
 @dataclass
-class _Workers:
+class Workers:
     """The worker pool of one seed and how long its jobs take.
 
     Asynchronous: drawn as in :mod:`spsa_bench.reference.async_runner`, a job's
@@ -171,7 +171,7 @@ class _Workers:
     batch_size: int = 0
 
     @classmethod
-    def of(cls, entropy: int, seed: int, batch: AsyncSettings | int) -> _Workers:
+    def of(cls, entropy: int, seed: int, batch: AsyncSettings | int) -> Workers:
         if isinstance(batch, AsyncSettings):
             concurrency, speed = reference_workers(entropy, seed, batch)
             durations = [
@@ -191,6 +191,13 @@ class _Workers:
         if self.settings is None:
             return self.batch_size
         return uncut_job_pairs(self.settings, self.concurrency[w])
+
+    def flips(self, entropy: int, seed: int, num_pairs: int, n_params: int) -> np.ndarray:
+        """The seed's flips ``(job, param)``, row ``j`` for the ``j``-th job dispatched,
+        drawn for an upper bound of the job count (every job but the last has at least
+        the smallest full size; the rows are a prefix-stable stream)."""
+        max_jobs = -(-num_pairs // min(self.job_pairs(w) for w in range(self.count)))
+        return streams.flips(entropy, np.array([seed]), max_jobs, n_params)[0]
 
     def finish_time(self, w: int, now: float, pairs: int) -> float:
         """When a job of ``pairs`` pairs dispatched to worker ``w`` at ``now`` arrives."""
@@ -213,9 +220,22 @@ def play_job(bowl, view, theta, c, flip, uniforms, signal: str, noise=VENDORED) 
     """
     plus = np.minimum(np.maximum(theta + c * flip, view.theta_min), view.theta_max)
     minus = np.minimum(np.maximum(theta - c * flip, view.theta_min), view.theta_max)
-    opponent = -(true_elo(bowl, plus) - true_elo(bowl, minus))
+    opponent = clip_opponent(-(true_elo(bowl, plus) - true_elo(bowl, minus)))
+    net, counts = play_pairs(opponent, uniforms, noise)
+    value = float(net) if signal == "raw" else net / (2.0 * math.sqrt(view.num_params))
+    return opponent, net, value, counts
+
+
+def clip_opponent(opponent: float) -> float:
+    """An opponent Elo clipped to the pentanomial model's range (+-599)."""
     limit = pentanomial.MAX_OPPONENT_ELO
-    opponent = max(-limit, min(limit, opponent))
+    return max(-limit, min(limit, opponent))
+
+
+def play_pairs(opponent: float, uniforms, noise=VENDORED) -> tuple[int, tuple[int, ...]]:
+    """Net wins of the hero over the pairs of ``uniforms`` (integer draws) against an
+    opponent of ``opponent`` Elo, and the outcome counts (LL, DL, DD, WD, WW): each
+    pair by inverse CDF of its draw under the ``noise`` model's exact probabilities."""
     probs = noise.probabilities(np.array([opponent]))[0]
     net = 0
     counts = [0] * 5
@@ -223,8 +243,7 @@ def play_job(bowl, view, theta, c, flip, uniforms, signal: str, noise=VENDORED) 
         outcome = pair_outcome(int(draw), probs)
         counts[outcome + 2] += 1
         net += outcome
-    value = float(net) if signal == "raw" else net / (2.0 * math.sqrt(view.num_params))
-    return opponent, net, value, tuple(counts)
+    return net, tuple(counts)
 
 
 @dataclass
@@ -233,7 +252,7 @@ class _SeedInputs:
 
     optimizer: object
     problem: Problem
-    workers: _Workers
+    workers: Workers
     flips: np.ndarray  # (job, param), row j for the j-th job in dispatch order
     uniforms: np.ndarray  # (pair,) the seed's match draws
     iteration_counter: str
@@ -241,11 +260,19 @@ class _SeedInputs:
     noise: NoiseModel = VENDORED
 
     def dispatch(
-        self, state, w: int, now: float, job: int, pairs: int, dispatched: int, arrived: int
+        self,
+        state,
+        w: int,
+        now: float,
+        finish: float,
+        job: int,
+        pairs: int,
+        dispatched: int,
+        arrived: int,
     ) -> ReferenceJob:
-        """Job ``job`` of ``pairs`` pairs to worker ``w`` at ``now``, after ``dispatched``
-        pairs went out and ``arrived`` came back: played at once from the snapshot."""
-        finish = self.workers.finish_time(w, now, pairs)
+        """Job ``job`` of ``pairs`` pairs to worker ``w`` at ``now`` (arriving at
+        ``finish``), after ``dispatched`` pairs went out and ``arrived`` came back:
+        played at once from the snapshot."""
         k = arrived if self.iteration_counter == "arrival" else dispatched
         iter_local = k + 1
         c = np.array(self.optimizer.perturbation(np.array([iter_local]))[0], dtype=np.float64)
@@ -299,9 +326,7 @@ def run_runner_reference(
     batch size in pairs (synchronous runner). ``optimizer`` optionally gives an
     already built optimizer instead of ``kind``/``hyper`` (for spies).
 
-    The event loop is the textbook one of the module docstring. It keeps its own
-    counters (pairs dispatched and arrived, staleness) on purpose rather than the
-    vectorized bookkeeping of :mod:`spsa_bench.dispatch.schedule`, which it checks.
+    The event loop is the textbook one of the module docstring (:func:`event_loop`).
     """
     if iteration_counter not in ITERATION_COUNTERS:
         raise ValueError(f"iteration_counter must be one of {ITERATION_COUNTERS}")
@@ -309,14 +334,12 @@ def run_runner_reference(
         raise ValueError(f"signal must be one of {SIGNALS}")
     if optimizer is None:
         optimizer = optimizers.build(kind, problem.view, hyper)
-    workers = _Workers.of(entropy, seed, batch)
-    # Every job but the last has at least the smallest full size: a bound on the job count.
-    max_jobs = -(-num_pairs // min(workers.job_pairs(w) for w in range(workers.count)))
+    workers = Workers.of(entropy, seed, batch)
     inputs = _SeedInputs(
         optimizer,
         problem,
         workers,
-        flips=streams.flips(entropy, np.array([seed]), max_jobs, problem.view.num_params)[0],
+        flips=workers.flips(entropy, seed, num_pairs, problem.view.num_params),
         uniforms=streams.match_draws(entropy, np.array([seed]), num_pairs)[0],
         iteration_counter=iteration_counter,
         signal=signal,
@@ -327,25 +350,15 @@ def run_runner_reference(
     run = ReferenceRun(
         optimizer.export(state)[0].copy(), list(workers.concurrency), list(workers.speed)
     )
-    queue: list[tuple[float, int, int]] = []  # (finish_time, worker, job)
-    dispatched = 0  # pairs handed out
-    arrived = 0  # pairs reported back
-    asking = [(0.0, w) for w in range(workers.count)]  # (time, worker) asking for work
-    while True:
-        for now, w in asking:  # a worker asking for work gets a job while budget remains
-            if dispatched < num_pairs:
-                pairs = min(workers.job_pairs(w), num_pairs - dispatched)
-                job = len(run.jobs)
-                run.jobs.append(inputs.dispatch(state, w, now, job, pairs, dispatched, arrived))
-                heapq.heappush(queue, (run.jobs[job].finish_time, w, job))
-                dispatched += pairs
-        if arrived == num_pairs:
-            break
-        now, w, job = heapq.heappop(queue)  # the earliest finish arrives
+
+    def dispatch(w: int, now: float, finish: float, pairs: int, dispatched: int, arrived: int):
+        job = len(run.jobs)
+        run.jobs.append(inputs.dispatch(state, w, now, finish, job, pairs, dispatched, arrived))
+
+    def arrive(job: int, w: int, staleness: int) -> None:
+        nonlocal state
         played = run.jobs[job]
         state = optimizer.update(state, played.report())  # on the current state
-        staleness = arrived - played.arrived_before
-        arrived += played.pairs
         run.events.append(
             ReferenceEvent(
                 order=len(run.events),
@@ -356,6 +369,47 @@ def run_runner_reference(
                 theta=np.array(optimizer.export(state)[0], dtype=np.float64),
             )
         )
+
+    event_loop(workers, num_pairs, dispatch, arrive)
+    return run
+
+
+def event_loop(workers: Workers, num_pairs: int, dispatch, arrive) -> None:
+    """The textbook event queue of one seed, shared by the runner references.
+
+    Every worker asks for work at time 0; a worker asking for work gets a job of
+    ``min(its job size, budget left)`` pairs while budget remains:
+    ``dispatch(worker, now, finish_time, pairs, dispatched, arrived)`` is called with
+    the pairs handed out and reported back before it (jobs are numbered in call
+    order). Then the queue entry ``(finish_time, worker, job)`` with the earliest
+    finish pops (ties in worker order): ``arrive(job, worker, staleness)``, staleness
+    being the pairs that arrived between the job's dispatch and its arrival; the
+    freed worker asks again. Ends when every pair has arrived.
+
+    It keeps its own counters (pairs dispatched and arrived, staleness) on purpose
+    rather than the vectorized bookkeeping of :mod:`spsa_bench.dispatch.schedule`,
+    which it checks.
+    """
+    queue: list[tuple[float, int, int]] = []  # (finish_time, worker, job)
+    job_pairs: list[int] = []  # per job, in dispatch order
+    job_arrived_before: list[int] = []
+    dispatched = 0  # pairs handed out
+    arrived = 0  # pairs reported back
+    asking = [(0.0, w) for w in range(workers.count)]  # (time, worker) asking for work
+    while True:
+        for now, w in asking:  # a worker asking for work gets a job while budget remains
+            if dispatched < num_pairs:
+                pairs = min(workers.job_pairs(w), num_pairs - dispatched)
+                finish = workers.finish_time(w, now, pairs)
+                dispatch(w, now, finish, pairs, dispatched, arrived)
+                heapq.heappush(queue, (finish, w, len(job_pairs)))
+                job_pairs.append(pairs)
+                job_arrived_before.append(arrived)
+                dispatched += pairs
+        if arrived == num_pairs:
+            break
+        now, w, job = heapq.heappop(queue)  # the earliest finish arrives
+        arrive(job, w, arrived - job_arrived_before[job])
+        arrived += job_pairs[job]
         asking = [(now, w)]
     assert not queue and arrived == dispatched == num_pairs
-    return run
