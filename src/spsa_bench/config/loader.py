@@ -138,7 +138,7 @@ def _schema_error_line(error: jsonschema.ValidationError) -> str:
         missing = re.findall(r"'([^']+)' is a dependency of '([^']+)'", best.message)
         if missing:
             needed, given = missing[0]
-            return f"{key}.{needed}: required in a scenario with {given}"
+            return f"{key}: {needed!r} is a required property (of a scenario with {given})"
         return f"{key}: {best.message}"
     return f"{key} = {json.dumps(best.instance, default=str)}: {best.message}"
 
