@@ -301,6 +301,55 @@ def test_settings_the_model_cannot_represent_are_refused_naming_the_key(tmp_path
     assert listing(tmp_path) == ["config.yaml"]
 
 
+TUNE = ("scenarios", "tune")
+
+
+def _budget_games(games):
+    def mutate(raw):
+        del raw["num_pairs"]
+        raw["games"] = games
+
+    return mutate
+
+
+@pytest.mark.parametrize(
+    "edit, words",
+    [
+        (_set(("games",), 4000), ("num_pairs, games", "not both")),
+        (_budget_games(2500), ("games = 2500", "multiples of 1,000")),
+        (_budget_games(10**7), ("games = 10000000",)),
+        (_set(TUNE, {"fishtest_params": "a,1,0,2,1,0\nb,1,0,2,x,0\n"}), ("line 2", "field c_end")),
+        (_set(TUNE, {"fishtest_params_file": "missing.txt"}), ("fishtest_params_file", "cannot read")),
+        (_set(TUNE, {"synthetic_tune": {"params": 4}, "fishtest_params": "a,1,0,2,1,0"}),
+         ("scenarios.tune", "exactly one")),
+        (_set(TUNE, {"synthetic_tune": {"params": 4}, "truth": {"interaction": 2}}),
+         ("scenarios.tune.truth.interaction",)),
+        (_set(TUNE, {"synthetic_tune": {"params": 4}, "truth": {"elo_per_c_end": {"min": 1, "max": 0.1}}}),
+         ("scenarios.tune.truth.elo_per_c_end.min",)),
+        (_set(TUNE, {"synthetic_tune": {"params": 4}, "peak_elo": 0}),
+         ("scenarios.tune.peak_elo",)),
+    ],
+)  # fmt: skip
+def test_bad_budgets_and_tune_scenarios_are_refused_naming_the_key(tmp_path, edit, words):
+    config = tiny(tmp_path, edit)
+    refused(cli("list", "--config", str(config), cwd=tmp_path), "config error", *words)
+    assert listing(tmp_path) == ["config.yaml"]
+
+
+def test_a_config_with_tune_scenarios_lists_their_kind(tmp_path):
+    (tmp_path / "block.txt").write_text("A,10,0,20,1,0.002\nB,5,0,10,0.5,0.002\n")
+
+    def edit(raw):
+        raw["scenarios"]["synth"] = {"synthetic_tune": {"params": 64}, "description": "d"}
+        raw["scenarios"]["file"] = {"fishtest_params_file": "block.txt"}
+
+    result = cli("list", "--config", str(tiny(tmp_path, edit)), cwd=tmp_path / "..")
+    assert result.returncode == 0, result.stderr
+    assert "synth              parameter block, 64 params" in result.stdout
+    assert "file               parameter block, 2 params" in result.stdout
+    assert "calibrated         groups, 8 params" in result.stdout
+
+
 def test_tiny_config_uses_the_modes_and_budget_the_cases_assume():
     config = load_config(TINY)
     assert "async-fixed" in config.batch_modes and config.num_pairs == 2000

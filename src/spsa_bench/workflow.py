@@ -84,7 +84,9 @@ def cell_settings(config: Config, optimizer: str, batch_mode: str, scenario: str
     config.scenario(scenario)
     schema = build_schema()["properties"]
     resolved = config.resolved
-    cell = {key: _canonical(resolved[key], schema[key]) for key in RUN_KEYS}
+    # the budget as num_pairs whether the config gave num_pairs or games
+    cell = {key: _canonical(resolved[key], schema[key]) for key in RUN_KEYS if key != "num_pairs"}
+    cell["num_pairs"] = int(config.num_pairs)
     mode = _canonical(
         copy.deepcopy(resolved["batch_modes"][batch_mode]),
         schema["batch_modes"]["additionalProperties"],
@@ -122,7 +124,7 @@ def schedule_settings(config: Config, batch_mode: str) -> dict:
         schema["batch_modes"]["additionalProperties"],
     )
     return {
-        "num_pairs": int(resolved["num_pairs"]),
+        "num_pairs": int(config.num_pairs),
         "entropy": int(resolved["entropy"]),
         "batch_modes": {batch_mode: mode},
     }

@@ -16,6 +16,7 @@ from spsa_bench.config.loader import (
     check_config_file,
     read_yaml,
     resolve,
+    scenario_param_count,
     validate_raw,
 )
 from spsa_bench.optimizers import REGISTRY
@@ -63,7 +64,9 @@ except WorkflowError:
         raise
 # 2. ... then the semantic checks no schema can express.
 try:
-    BENCH = resolve(config)
+    # relative fishtest_params_file paths: from the config file's directory
+    _base = _raw_path or (workflow.configfiles[-1] if workflow.configfiles else None)
+    BENCH = resolve(config, base_dir=Path(_base).parent if _base else None)
 except ConfigError as error:
     raise WorkflowError(f"invalid configuration: {error}") from None
 
@@ -184,10 +187,7 @@ def trajectory_points():
 def parameter_points():
     """Points of every parameter trajectory (theta, and x, z of the schedule-free
     arms, padded with NaN for the others): trajectory points x parameters."""
-    params = max(
-        sum(group["count"] for group in BENCH.scenario(name)["groups"])
-        for name in SCENARIOS
-    )
+    params = max(scenario_param_count(BENCH.scenario(name)) for name in SCENARIOS)
     return trajectory_points() * params
 
 

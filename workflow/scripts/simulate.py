@@ -22,8 +22,8 @@ if Path(spsa_bench.__file__).resolve().parent != (SRC / "spsa_bench").resolve():
     sys.exit(f"spsa_bench imported from {spsa_bench.__file__}, not from this repository's {SRC}")
 
 from spsa_bench import workflow as grid  # noqa: E402
-from spsa_bench.config.limits import check_memory, param_count, run_bytes  # noqa: E402
-from spsa_bench.config.loader import resolve  # noqa: E402
+from spsa_bench.config.limits import check_memory, run_bytes  # noqa: E402
+from spsa_bench.config.loader import resolve, scenario_param_count  # noqa: E402
 from spsa_bench.dispatch.storage import read_schedule  # noqa: E402
 from spsa_bench.engine.simulate import simulate  # noqa: E402
 from spsa_bench.results.atomic import write_atomic  # noqa: E402
@@ -35,8 +35,8 @@ def main() -> None:
     w = snakemake.wildcards
     first, last = int(w.a), int(w.b)
     config = resolve(grid.with_seeds(json.loads(snakemake.params.cell), first, last))
-    groups = config.scenario(w.scenario)["groups"]
-    needed = run_bytes(last - first + 1, config.num_pairs, config.checkpoints, param_count(groups))
+    params = scenario_param_count(config.scenario(w.scenario))
+    needed = run_bytes(last - first + 1, config.num_pairs, config.checkpoints, params)
     check_memory(f"seeds.per_job: seeds {first}-{last}", needed)
     schedule = None
     if len(snakemake.input):

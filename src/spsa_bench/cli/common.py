@@ -80,9 +80,10 @@ def check_output(args: argparse.Namespace) -> None:
 
 def check_run_memory(config, scenario: str, n_seeds: int, flag: str = "--seeds") -> None:
     """Refuse a run whose estimated memory exceeds the machine's, before it starts."""
-    from spsa_bench.config.limits import check_memory, param_count, run_bytes
+    from spsa_bench.config.limits import check_memory, run_bytes
+    from spsa_bench.config.loader import scenario_param_count
 
-    params = param_count(config.scenario(scenario)["groups"])
+    params = scenario_param_count(config.scenario(scenario))
     needed = run_bytes(n_seeds, config.num_pairs, config.checkpoints, params)
     check_memory(f"{flag}: {n_seeds:,} seeds x {config.num_pairs:,} pairs", needed)
 

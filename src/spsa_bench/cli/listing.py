@@ -7,6 +7,7 @@ import argparse
 import dataclasses
 
 from spsa_bench.cli.common import add_config, load
+from spsa_bench.config.loader import scenario_kind, scenario_param_count
 
 
 def add_parser(sub) -> None:
@@ -34,13 +35,14 @@ def run(args: argparse.Namespace) -> int:
         print(f"  {name:<18} {kind}, {mode.workers} worker(s), {size}")
     print("scenarios:")
     for name, scenario in config.scenarios.items():
-        count = sum(g["count"] for g in scenario["groups"])
+        count = scenario_param_count(scenario)
         description = scenario.get("description", "")
         noise = scenario.get("noise", "vendored")
-        print(
-            f"  {name:<18} {count} params, start_elo {scenario['start_elo']}, noise {noise}: "
-            f"{description}"
-        )
+        if scenario_kind(scenario) == "groups":
+            kind = f"groups, {count} params, start_elo {scenario['start_elo']}"
+        else:
+            kind = f"parameter block, {count} params"
+        print(f"  {name:<18} {kind}, noise {noise}: {description}")
     last = config.seeds_first + config.seeds_count - 1
     print(f"seeds: {config.seeds_first}..{last} ({config.seeds_per_job} per job)")
     print_kinds()

@@ -5,6 +5,16 @@
 the semantic checks a schema cannot express, fills in defaults and returns a
 frozen :class:`Config`. Every problem is reported as one :class:`ConfigError`
 line naming the key and the offending value.
+
+The budget is ``num_pairs`` or ``games`` (Fishtest's form, ``num_pairs = games // 2``),
+exactly one of them. A scenario is a *groups* scenario (``groups`` with the Elo
+geometry keys) or a *tune* scenario given by exactly one of ``fishtest_params``
+(a Fishtest parameter block as text), ``fishtest_params_file`` (read at load
+time; in the resolved configuration it becomes ``fishtest_params`` holding the
+text, so runs never need the file) or ``synthetic_tune``. A tune scenario's
+resolved ``truth`` is its complete prior (:class:`~spsa_bench.model.instances.TruthPrior`).
+:func:`scenario_kind`, :func:`scenario_block`, :func:`scenario_prior` and
+:func:`scenario_param_count` read a resolved scenario.
 """
 
 from __future__ import annotations
@@ -34,6 +44,10 @@ DEFAULTS: dict[str, Any] = {
     "targets": [0.5, 0.8, 0.9],
     "noise": "vendored",
 }
+#: Default of every scenario's ``rounding`` (how the worker rounds integer parameters).
+DEFAULT_ROUNDING = "stochastic"
+#: Characters of a ``fishtest_params_file`` read at most.
+MAX_BLOCK_FILE_BYTES = 1_000_000
 
 
 class ConfigError(ValueError):
@@ -76,6 +90,7 @@ class Config:
     scenarios: dict[str, dict]
     optimizers: dict[str, OptimizerArm]
     resolved: dict  # the resolved configuration as plain data (provenance)
+    games: int | None = None  # the budget in games when the config gave games
 
     def to_json(self) -> str:
         return json.dumps(self.resolved, sort_keys=True)
@@ -119,6 +134,12 @@ def _schema_error_line(error: jsonschema.ValidationError) -> str:
         return f"{key}: unknown key {', '.join(repr(u) for u in unknown)} ({best.message})"
     if best.validator == "required":
         return f"{key}: {best.message}"
+    if best.validator == "dependentRequired":
+        missing = re.findall(r"'([^']+)' is a dependency of '([^']+)'", best.message)
+        if missing:
+            needed, given = missing[0]
+            return f"{key}: {needed!r} is a required property (of a scenario with {given})"
+        return f"{key}: {best.message}"
     return f"{key} = {json.dumps(best.instance, default=str)}: {best.message}"
 
 
@@ -148,7 +169,40 @@ def validate_raw(raw: Any) -> None:
     )
     if errors:
         raise ConfigError(_schema_error_line(errors[0]))
+    _check_budget_keys(raw)
+    for name, scenario in raw["scenarios"].items():
+        _check_scenario_keys(name, scenario)
     _check_names(raw)
+
+
+def _check_budget_keys(raw: dict) -> None:
+    given = [key for key in ("num_pairs", "games") if key in raw]
+    if len(given) != 1:
+        what = "both" if given else "neither"
+        raise ConfigError(f"num_pairs, games: give exactly one budget key, not {what}")
+
+
+def scenario_kind(scenario: dict) -> str:
+    """``"groups"`` or ``"block"`` (a tune scenario: a Fishtest parameter block)."""
+    return "groups" if "groups" in scenario else "block"
+
+
+def _check_scenario_keys(name: str, scenario: dict) -> None:
+    """Exactly one source; no key of the other kind of scenario."""
+    from spsa_bench.config.schema import GROUP_ONLY_KEYS, SCENARIO_SOURCES, TUNE_ONLY_KEYS
+
+    where = f"scenarios.{name}"
+    sources = [key for key in SCENARIO_SOURCES if key in scenario]
+    if len(sources) != 1:
+        got = f"got {' and '.join(sources)}" if sources else "got none"
+        raise ConfigError(f"{where}: give exactly one of {', '.join(SCENARIO_SOURCES)} ({got})")
+    if sources[0] == "groups":
+        foreign, kind = TUNE_ONLY_KEYS, "a tune scenario (a parameter block)"
+    else:
+        foreign, kind = GROUP_ONLY_KEYS, "a groups scenario"
+    for key in foreign:
+        if key in scenario:
+            raise ConfigError(f"{where}.{key}: only {kind} takes {key}")
 
 
 _NAME = re.compile(NAME_PATTERN.removeprefix("^").removesuffix("$"))
@@ -172,7 +226,7 @@ def _check_names(raw: dict) -> None:
             if not _NAME.fullmatch(name):
                 raise ConfigError(_bad_name(table, name))
     for scenario_name, scenario in raw["scenarios"].items():
-        for index, group in enumerate(scenario["groups"]):
+        for index, group in enumerate(scenario.get("groups", ())):
             if not _NAME.fullmatch(group["name"]):
                 raise ConfigError(
                     _bad_name(f"scenarios.{scenario_name}.groups[{index}].name", group["name"])
@@ -312,13 +366,130 @@ def _check_noise(key: str, setting) -> None:
         raise ConfigError(f"{key}: {error}") from None
 
 
-def resolve(raw: dict) -> Config:
-    """Validate ``raw`` (parsed YAML) and resolve it into a :class:`Config`."""
+def _num_pairs(data: dict) -> tuple[int, int | None]:
+    """``(num_pairs, games)`` of the budget key given (:func:`_check_budget_keys`)."""
+    if "num_pairs" in data:
+        return int(data["num_pairs"]), None
+    from spsa_bench.config.param_block import BlockError, check_games
+
+    try:
+        games = check_games(data["games"])
+    except BlockError as error:
+        raise ConfigError(str(error)) from None
+    data["games"] = games
+    return games // 2, games
+
+
+def _read_block_file(where: str, value: str, base_dir: Path | None) -> str:
+    path = Path(value)
+    if not path.is_absolute():
+        path = (base_dir if base_dir is not None else Path.cwd()) / path
+    key = f"{where}.fishtest_params_file = {value!r}"
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_BLOCK_FILE_BYTES + 1)
+    except OSError as error:
+        raise ConfigError(f"{key}: cannot read {path}: {error.strerror or error}") from None
+    if len(data) > MAX_BLOCK_FILE_BYTES:
+        raise ConfigError(
+            f"{key}: larger than {MAX_BLOCK_FILE_BYTES:,} bytes: not a parameter block"
+        )
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise ConfigError(f"{key}: not UTF-8 text (byte {error.start})") from None
+
+
+def scenario_block(scenario: dict):
+    """The :class:`~spsa_bench.config.param_block.ParamBlock` of a resolved tune scenario."""
+    from spsa_bench.config.param_block import parse_block, synthetic_tune
+
+    if "fishtest_params" in scenario:
+        return parse_block(scenario["fishtest_params"])
+    if "synthetic_tune" in scenario:
+        spec = scenario["synthetic_tune"]
+        return parse_block(synthetic_tune(int(spec["params"]), int(spec.get("value", 100))))
+    raise ValueError("not a resolved tune scenario: it has no fishtest_params or synthetic_tune")
+
+
+def scenario_prior(scenario: dict):
+    """The :class:`~spsa_bench.model.instances.TruthPrior` of a tune scenario."""
+    from spsa_bench.model.instances import TruthPrior
+
+    return TruthPrior.from_mapping(scenario.get("truth"))
+
+
+def scenario_param_count(scenario: dict) -> int:
+    """Parameters of a resolved scenario, of either kind."""
+    if scenario_kind(scenario) == "groups":
+        return sum(int(group["count"]) for group in scenario["groups"])
+    return len(scenario_block(scenario))
+
+
+def _resolve_tune(name: str, scenario: dict, base_dir: Path | None) -> None:
+    """Read, check and complete a tune scenario in place (see the module docstring)."""
+    import numpy as np
+
+    from spsa_bench.config.param_block import BlockError, parse_block, synthetic_tune
+    from spsa_bench.model.instances import PriorError
+
+    where = f"scenarios.{name}"
+    if "fishtest_params_file" in scenario:
+        value = scenario.pop("fishtest_params_file")
+        text = _read_block_file(where, value, base_dir)
+        key = f"{where}.fishtest_params_file = {value!r}"
+        scenario["fishtest_params"] = text
+    elif "fishtest_params" in scenario:
+        text, key = scenario["fishtest_params"], f"{where}.fishtest_params"
+    else:
+        spec = scenario["synthetic_tune"]
+        spec.setdefault("value", 100)
+        try:
+            text = synthetic_tune(spec["params"], spec["value"])
+        except BlockError as error:
+            raise ConfigError(f"{where}.{error}") from None
+        key = f"{where}.synthetic_tune"
+    try:
+        block = parse_block(text)
+    except BlockError as error:
+        raise ConfigError(f"{key}: {error}") from None
+    try:
+        prior = scenario_prior(scenario)
+    except PriorError as error:
+        raise ConfigError(f"{where}.{error}") from None
+    if prior.offset_scale == 0:
+        raise ConfigError(
+            f"{where}.truth.offset.scale = 0: every optimum is at the start, so nothing is to gain"
+        )
+    if prior.inactive_count(len(block)) == len(block):
+        raise ConfigError(
+            f"{where}.truth.inactive_fraction = {prior.inactive_fraction:g}: leaves none of the "
+            f"{len(block)} parameters active"
+        )
+    with np.errstate(all="ignore"):
+        reach = ((block.max - block.min) / block.c_end) ** 2
+        worst = 8.0 * prior.elo_max * float(np.sum(reach))
+    if not math.isfinite(worst):
+        raise ConfigError(
+            f"{key}: the true Elo loss across [min, max] in c_end steps overflows a float "
+            "(narrow the bounds or widen c_end)"
+        )
+    scenario["truth"] = prior.to_dict()
+    scenario.setdefault("integer", True)
+
+
+def resolve(raw: dict, base_dir: str | Path | None = None) -> Config:
+    """Validate ``raw`` (parsed YAML) and resolve it into a :class:`Config`.
+
+    ``base_dir`` is the directory relative ``fishtest_params_file`` paths are read
+    from (:func:`load_config` passes the config file's; default: the working directory).
+    """
     validate_raw(raw)
+    base_dir = None if base_dir is None else Path(base_dir)
     data = copy.deepcopy(raw)
     for key, value in DEFAULTS.items():
         data.setdefault(key, copy.deepcopy(value))
-    num_pairs = int(data["num_pairs"])
+    num_pairs, games = _num_pairs(data)
     seeds = data["seeds"]
     seeds.setdefault("per_job", seeds["count"])
     _check_counts(data, num_pairs)
@@ -330,8 +501,14 @@ def resolve(raw: dict) -> Config:
         )
     _check_noise("noise", data["noise"])
     for name, scenario in data["scenarios"].items():
-        _check_scenario(name, scenario)
-        _check_problem(name, scenario, num_pairs)
+        if scenario_kind(scenario) == "groups":
+            _check_scenario(name, scenario)
+            _check_problem(name, scenario, num_pairs)
+            for group in scenario["groups"]:
+                group.setdefault("integer", False)
+        else:
+            _resolve_tune(name, scenario, base_dir)
+        scenario.setdefault("rounding", DEFAULT_ROUNDING)
         scenario.setdefault("noise", copy.deepcopy(data["noise"]))
         _check_noise(f"scenarios.{name}.noise", scenario["noise"])
 
@@ -369,6 +546,7 @@ def resolve(raw: dict) -> Config:
         scenarios=data["scenarios"],
         optimizers=optimizers,
         resolved=data,
+        games=games,
     )
 
 
@@ -400,8 +578,9 @@ def check_config_file(path: str | Path) -> None:
 
 
 def load_config(path: str | Path) -> Config:
-    """Read, validate and resolve the YAML configuration at ``path``."""
-    return resolve(read_yaml(path))
+    """Read, validate and resolve the YAML configuration at ``path`` (relative
+    ``fishtest_params_file`` paths are read from the file's directory)."""
+    return resolve(read_yaml(path), base_dir=Path(path).parent)
 
 
 def parse_seed_range(text: str) -> range:
@@ -433,5 +612,9 @@ __all__ = [
     "read_yaml",
     "resolve",
     "parse_seed_range",
+    "scenario_block",
+    "scenario_kind",
+    "scenario_param_count",
+    "scenario_prior",
     "NAME_PATTERN",
 ]

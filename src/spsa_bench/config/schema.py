@@ -118,6 +118,10 @@ GROUP = _object(
         ),
         "theta_min": _num("optional explicit lower bound (give both bounds or neither)"),
         "theta_max": _num("optional explicit upper bound (give both bounds or neither)"),
+        "integer": {
+            "type": "boolean",
+            "description": "the engine plays these parameters as integers (default false)",
+        },
     },
     required=("name", "count", "theta_start", "theta_peak", "w_true", "w_dev"),
 )
@@ -147,21 +151,81 @@ NOISE = {
     ],
 }
 
+TRUTH = _object(
+    "the prior a tune scenario's per-seed true bowls are drawn from (every key optional; "
+    "defaults: offset normal scale 2, elo_per_c_end log-uniform in [0.02, 0.2], "
+    "inactive_fraction 0.25, interaction 0)",
+    {
+        "offset": _object(
+            "the optimum's offset from the start in units of c_end",
+            {
+                "distribution": {
+                    "type": "string",
+                    "enum": ["normal", "uniform", "fixed"],
+                    "description": "normal: scale * N(0, 1); uniform: U(-scale, scale); "
+                    "fixed: +-scale with a random sign",
+                },
+                "scale": _num("scale of the offset (c_end units)", minimum=0, maximum=1e6),
+            },
+        ),
+        "elo_per_c_end": {
+            "description": "Elo lost one c_end from the optimum along an axis: a number (every "
+            "parameter) or {min, max} (log-uniform per parameter)",
+            "oneOf": [
+                _num("Elo per c_end of every parameter", exclusiveMinimum=0, maximum=1e6),
+                _range(
+                    "log-uniform range of the Elo per c_end",
+                    _num("Elo per c_end bound", exclusiveMinimum=0, maximum=1e6),
+                ),
+            ],
+        },
+        "inactive_fraction": _num(
+            "share of the parameters (round(f * P), chosen at random) with no effect",
+            minimum=0,
+            maximum=1,
+        ),
+        "interaction": _num(
+            "0: axis-aligned bowl; g > 0: active parameters paired at random, each pair rotated "
+            "by an angle uniform in [-g pi/4, g pi/4]",
+            minimum=0,
+            maximum=1,
+        ),
+    },
+)
+
+#: Keys that make a scenario: exactly one of them.
+SCENARIO_SOURCES = ("groups", "fishtest_params", "fishtest_params_file", "synthetic_tune")
+#: Keys only a groups scenario takes (the first four are required there).
+GROUP_ONLY_KEYS = ("start_elo", "peak_elo", "c_elo_gap", "c_fraction")
+#: Keys only a tune (parameter-block) scenario takes.
+TUNE_ONLY_KEYS = ("truth", "integer")
+
 SCENARIO = _object(
-    "A tuning problem: parameter groups and the Elo geometry.",
+    "A tuning problem: either parameter groups with their Elo geometry (groups), or a "
+    "Fishtest parameter block (a tune scenario: exactly one of fishtest_params, "
+    "fishtest_params_file, synthetic_tune) whose true bowls are drawn per seed from truth.",
     {
         "description": {"type": "string", "description": "free text shown in reports"},
-        "start_elo": _num("true Elo at theta_start (below peak_elo)"),
-        "peak_elo": _num("true Elo at theta_peak"),
+        "start_elo": _num("groups scenario: true Elo at theta_start (below peak_elo)"),
+        "peak_elo": _num("groups scenario: true Elo at theta_peak"),
         "c_elo_gap": _num(
-            "Elo the developer accepts losing per probe step in one dimension", exclusiveMinimum=0
+            "groups scenario: Elo the developer accepts losing per probe step in one dimension",
+            exclusiveMinimum=0,
         ),
         "c_fraction": _num(
-            "probe step as a fraction of the developer's range", minimum=1e-6, maximum=1
+            "groups scenario: probe step as a fraction of the developer's range",
+            minimum=1e-6,
+            maximum=1,
         ),
         "noise": {
             **NOISE,
             "description": "this scenario's noise model (default: the top-level noise)",
+        },
+        "rounding": {
+            "type": "string",
+            "enum": ["stochastic", "nearest", "none"],
+            "description": "how the worker rounds integer parameters: stochastic "
+            "(floor(x + U(0, 1)), Fishtest), nearest or none (default stochastic)",
         },
         "groups": {
             "type": "array",
@@ -169,8 +233,38 @@ SCENARIO = _object(
             "items": GROUP,
             "description": "parameter groups",
         },
+        "fishtest_params": {
+            "type": "string",
+            "maxLength": 1_000_000,
+            "description": "tune scenario: the parameter block as text, one "
+            "name,start,min,max,c_end,r_end line per parameter",
+        },
+        "fishtest_params_file": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": 4096,
+            "description": "tune scenario: a file holding the parameter block (relative to the "
+            "config file's directory); read at load time",
+        },
+        "synthetic_tune": _object(
+            "tune scenario: the block Stockfish's TUNE() prints for params int parameters of value value",
+            {
+                "params": _int("number of parameters", minimum=1, maximum=100000),
+                "value": _int(
+                    "every parameter's value (non-zero; range [0, 2 value])",
+                    minimum=-(10**9),
+                    maximum=10**9,
+                ),
+            },
+            required=("params",),
+        ),
+        "truth": TRUTH,
+        "integer": {
+            "type": "boolean",
+            "description": "tune scenario: every parameter is an engine int (default true)",
+        },
     },
-    required=("start_elo", "peak_elo", "c_elo_gap", "c_fraction", "groups"),
+    dependentRequired={"groups": list(GROUP_ONLY_KEYS)},
 )
 
 
@@ -230,9 +324,15 @@ def build_schema(rows: Mapping[str, OptimizerSpec] | None = None) -> dict:
         "description": "Budget, seeds, batch modes, scenarios and optimizer arms of a benchmark.",
         "type": "object",
         "additionalProperties": False,
-        "required": ["num_pairs", "seeds", "batch_modes", "scenarios", "optimizers"],
+        "required": ["seeds", "batch_modes", "scenarios", "optimizers"],
         "properties": {
-            "num_pairs": _int("budget: game pairs per run", minimum=1, maximum=10**9),
+            "num_pairs": _int(
+                "budget: game pairs per run (give num_pairs or games)", minimum=1, maximum=10**9
+            ),
+            "games": _int(
+                "budget in games as Fishtest takes it (1000 to 3,200,000 in multiples of 1000); "
+                "num_pairs = games // 2 (give num_pairs or games)",
+            ),
             "checkpoints": _int(
                 "points of the pairs grid trajectories are recorded on (0..num_pairs)",
                 minimum=2,

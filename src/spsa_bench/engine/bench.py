@@ -45,8 +45,8 @@ def _one_run(
     _ = noise.fast_draw_thresholds(np.zeros(1))  # the table is built once per process, untimed
     arm = config.optimizer(arm_name)
     mode = config.batch_mode(mode_name)
-    problem = make_problem(config, scenario)
     seeds = np.arange(n_seeds)
+    problem = make_problem(config, scenario, seeds)
     cpu_start = time.process_time()
     start = time.perf_counter()
     schedule = make_schedule(config, mode, seeds)

@@ -3,6 +3,7 @@ oracle, schedule, optimizer and replay together."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -10,25 +11,86 @@ import xarray as xr
 
 from spsa_bench import optimizers
 from spsa_bench.config.derived import check_gains
-from spsa_bench.config.loader import BatchMode, Config, OptimizerArm
+from spsa_bench.config.loader import (
+    DEFAULT_ROUNDING,
+    BatchMode,
+    Config,
+    OptimizerArm,
+    scenario_block,
+    scenario_kind,
+    scenario_prior,
+)
 from spsa_bench.dispatch import kpis
 from spsa_bench.dispatch.schedule import Schedule, sync_schedule
 from spsa_bench.engine.replay import RunResult, replay
-from spsa_bench.model.bowl import Problem, build_problem
+from spsa_bench.model.bowl import ParamTable, Problem, build_problem
+from spsa_bench.model.developer import DeveloperView
+from spsa_bench.model.instances import draw_instances
 from spsa_bench.model.noise import OUTCOMES, VENDORED, NoiseModel, noise_model
 from spsa_bench.results.datasets import NAN_WHERE_NOT_APPLICABLE, run_dataset
 
 
-def make_problem(config: Config, scenario: str) -> Problem:
+def make_problem(config: Config, scenario: str, seeds: Sequence[int] | None = None) -> Problem:
+    """The scenario's problem.
+
+    A groups scenario has one bowl for every seed (``seeds`` is ignored); a tune
+    scenario (a parameter block) draws one bowl per seed of ``seeds`` from its truth
+    prior (:func:`spsa_bench.model.instances.draw_instances`, rows in the order of
+    ``seeds``), and its :class:`~spsa_bench.model.bowl.ParamTable` has no
+    ``w_true``, ``w_dev`` or ``theta_peak`` (``None``: they are per seed, in the bowl).
+    """
     spec = config.scenario(scenario)
-    return build_problem(
-        spec["groups"],
-        start_elo=spec["start_elo"],
-        peak_elo=spec["peak_elo"],
-        c_elo_gap=spec["c_elo_gap"],
-        c_fraction=spec["c_fraction"],
-        num_pairs=config.num_pairs,
+    if scenario_kind(spec) == "groups":
+        problem = build_problem(
+            spec["groups"],
+            start_elo=spec["start_elo"],
+            peak_elo=spec["peak_elo"],
+            c_elo_gap=spec["c_elo_gap"],
+            c_fraction=spec["c_fraction"],
+            num_pairs=config.num_pairs,
+        )
+        integer = [bool(g.get("integer", False)) for g in spec["groups"] for _ in range(g["count"])]
+        view = dataclasses.replace(problem.view, integer=np.array(integer, dtype=bool))
+        return dataclasses.replace(problem, view=view)
+    if seeds is None:
+        raise ValueError(f"scenario {scenario!r} draws a problem per seed: give the seeds")
+    block = scenario_block(spec)
+    bowl = draw_instances(
+        scenario_prior(spec),
+        block.start,
+        block.min,
+        block.max,
+        block.c_end,
+        config.entropy,
+        list(seeds),
     )
+    integer = np.full(len(block), bool(spec.get("integer", True)))
+    view = DeveloperView(
+        theta_start=block.start,
+        theta_min=block.min,
+        theta_max=block.max,
+        c_dev=block.c_end,
+        num_pairs=config.num_pairs,
+        integer=integer,
+        r_end=block.r_end,
+    )
+    params = ParamTable(
+        param_group=block.names,
+        w_true=None,
+        w_dev=None,
+        c_dev=view.c_dev,
+        theta_start=view.theta_start,
+        theta_peak=None,
+        theta_min=view.theta_min,
+        theta_max=view.theta_max,
+    )
+    return Problem(bowl=bowl, view=view, params=params)
+
+
+def scenario_rounding(config: Config, scenario: str) -> str:
+    """How the worker rounds the scenario's integer parameters: ``stochastic``
+    (Fishtest's ``floor(x + U(0, 1))``), ``nearest`` or ``none``."""
+    return str(config.scenario(scenario).get("rounding", DEFAULT_ROUNDING))
 
 
 def make_noise(config: Config, scenario: str) -> NoiseModel:
@@ -83,10 +145,10 @@ def simulate(
     """Run one optimizer arm on one batch mode and scenario for ``seeds``."""
     arm = config.optimizer(optimizer)
     mode = config.batch_mode(batch_mode)
-    problem = make_problem(config, scenario)
     seeds = list(seeds)
     if schedule is None:
         schedule = make_schedule(config, mode, seeds)
+    problem = make_problem(config, scenario, [int(s) for s in schedule.seeds])
     noise = make_noise(config, scenario)
     result = replay_arm(config, arm, problem, schedule, progress=progress, noise=noise)
     dataset = run_dataset(
