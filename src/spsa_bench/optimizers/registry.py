@@ -20,6 +20,7 @@ from importlib.metadata import entry_points
 import spsa_bench.reference.micro as micro
 from spsa_bench.optimizers.adam import AdamHyper, build_adam, build_adam_block
 from spsa_bench.optimizers.ademamix import AdemamixHyper, build_ademamix
+from spsa_bench.optimizers.autoselect import SpsaAutoselectHyper, build_spsa_autoselect
 from spsa_bench.optimizers.base import OptimizerSpec
 from spsa_bench.optimizers.schedule_free import (
     SfAdamBlockHyper,
@@ -64,6 +65,8 @@ _BUILT_INS = (
      "SPSA with the mean gain over the block's N micro-iterations (equals N micro-steps)"),
     ("spsa-cwd", "spsa", SpsaCwdHyper, build_spsa_cwd, micro.spsa_cwd_micro,
      "SPSA plus cautious weight decay centred at theta_start"),
+    ("spsa-autoselect", "spsa", SpsaAutoselectHyper, build_spsa_autoselect, None,
+     "SPSA with Fishtest Autoselect's constant gains: c_end = range/6, r from a precision target"),
     ("sf-sgd", "schedule-free", SfSgdHyper, build_sf_sgd, micro.sf_sgd_micro,
      "naive schedule-free SGD: z step lr*c*S*flip, x takes the block as one mass at z_new"),
     ("sf-sgd-block", "schedule-free", SfSgdHyper, build_sf_sgd_block, micro.sf_sgd_micro,
