@@ -65,8 +65,6 @@ _BUILT_INS = (
      "SPSA with the mean gain over the block's N micro-iterations (equals N micro-steps)"),
     ("spsa-cwd", "spsa", SpsaCwdHyper, build_spsa_cwd, micro.spsa_cwd_micro,
      "SPSA plus cautious weight decay centred at theta_start"),
-    ("spsa-autoselect", "spsa", SpsaAutoselectHyper, build_spsa_autoselect, None,
-     "SPSA with Fishtest Autoselect's constant gains: c_end = range/6, r from a precision target"),
     ("sf-sgd", "schedule-free", SfSgdHyper, build_sf_sgd, micro.sf_sgd_micro,
      "naive schedule-free SGD: z step lr*c*S*flip, x takes the block as one mass at z_new"),
     ("sf-sgd-block", "schedule-free", SfSgdHyper, build_sf_sgd_block, micro.sf_sgd_micro,
@@ -81,6 +79,9 @@ _BUILT_INS = (
      "block Adam: closed-form m, v, denominator frozen at block end, bias-corrected at T+N"),
     ("ademamix", "ademamix", AdemamixHyper, build_ademamix, micro.ademamix_micro,
      "AdEMAMix: N micro-steps per report (fast + slow EMA) with the block-mean gradient"),
+    # last, so the kinds above keep their figure colours (tab10 in registry order)
+    ("spsa-autoselect", "spsa", SpsaAutoselectHyper, build_spsa_autoselect, None,
+     "SPSA with Fishtest Autoselect's constant gains: c_end = range/6, r from a precision target"),
 )
 # fmt: on
 
