@@ -18,8 +18,8 @@ there, restated here in our own terms:
   ``t`` = base seconds / 68 moves + increment, for the form's STC 10+0.1, LTC 60+0.6
   and VLTC 180+1.8;
 - the games asked for: each parameter's relaxation time
-  ``lambda = -C / (2 * r * c**2 * H)`` with ``H = -2 * elo / ((max - min) / 2)**2``
-  (``elo = 2``: the Elo lost half a range from the optimum), times ``lambda_ratio = 3``,
+  ``lambda = -C / (2 * r * c**2 * H)`` with ``H = -2 * elo_half_range / ((max - min) / 2)**2``
+  (``elo_half_range = 2``: the Elo lost half a range from the optimum), times ``lambda_ratio = 3``,
   the largest over the parameters, rounded to the form's step of 1000 games
   (at least 1000).
 
@@ -38,7 +38,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import chi2
 
 from spsa_bench.model.developer import DeveloperView
 from spsa_bench.optimizers.base import Optimizer, check_choices, hyperparameter
@@ -72,6 +71,8 @@ def chi2_95(df: int) -> float:
     """95% quantile of chi-squared with ``df`` degrees of freedom, as Autoselect takes it:
     exact up to 99, the Wilson-Hilferty approximation beyond."""
     if df <= 99:
+        from scipy.stats import chi2  # here: importing the optimizers stays light
+
         return float(chi2.ppf(0.95, df))
     t = 2.0 / (9.0 * df)
     return df * (1.6448536269514722 * math.sqrt(t) + 1.0 - t) ** 3
@@ -95,7 +96,7 @@ class SpsaAutoselectHyper:
         "Elo precision target of r (spsa_new.js default 0.5)",
         exclusive_minimum=0.0,
     )
-    elo: float = hyperparameter(
+    elo_half_range: float = hyperparameter(
         2.0,
         "Elo a parameter is assumed to lose half a range from its optimum; sets the games "
         "count only (spsa_new.js default 2)",
@@ -129,7 +130,7 @@ def autoselect(view: DeveloperView, hyper: SpsaAutoselectHyper) -> dict:
     ratio = draw_ratio(hyper.time_control)
     r = 8.0 * hyper.precision / (ELO_SCALE * chi2_95(view.num_params) * (1.0 - ratio))
     c_end = hyper.c_ratio * span
-    curvature = -2.0 * hyper.elo / (span / 2.0) ** 2
+    curvature = -2.0 * hyper.elo_half_range / (span / 2.0) ** 2
     relaxation = -ELO_SCALE / (2.0 * r * c_end**2 * curvature)
     asked = max(_round_half_up(hyper.lambda_ratio * x) for x in relaxation)
     games = max(GAMES_STEP, GAMES_STEP * _round_half_up(asked / GAMES_STEP))
