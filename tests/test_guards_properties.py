@@ -14,7 +14,9 @@ from spsa_bench.engine.replay import NonFiniteStateError, replay
 from spsa_bench.model.bowl import build_problem
 from spsa_bench.optimizers import REGISTRY, hyper_from_dict
 
-LEARNING_RATE = {"r_end", "lr"}
+#: the step-size knob of each kind: the first of these it has (spsa-autoselect: r_scale,
+#: its r comes from a formula)
+LEARNING_RATE = ("lr", "r_end", "r_scale")
 
 
 def problem(gap=2.0, start_elo=-5.0, groups=None, num_pairs=600):
@@ -56,12 +58,9 @@ def problem(gap=2.0, start_elo=-5.0, groups=None, num_pairs=600):
 
 def scaled_hyper(kind, factor):
     spec = REGISTRY[kind]
-    values = {
-        f.name: f.default * factor
-        for f in dataclasses.fields(spec.hyper)
-        if f.name in LEARNING_RATE
-    }
-    return hyper_from_dict(kind, values)
+    defaults = {f.name: f.default for f in dataclasses.fields(spec.hyper)}
+    name = next(name for name in LEARNING_RATE if name in defaults)
+    return hyper_from_dict(kind, {name: defaults[name] * factor})
 
 
 def run(kind, prob, schedule, hyper=None, **kw):

@@ -54,9 +54,15 @@ def _map_leaves(value, schema: dict | None, leaf):
     return leaf(value, schema)
 
 
+def _types(schema: dict) -> tuple:
+    """The JSON Schema ``type`` of ``schema`` as a tuple (a nullable type is a list)."""
+    kind = schema.get("type")
+    return tuple(kind) if isinstance(kind, list) else (kind,)
+
+
 def _as_number(value, schema: dict):
     """Integers as floats where the schema says ``number``."""
-    if schema.get("type") == "number" and isinstance(value, int) and not isinstance(value, bool):
+    if "number" in _types(schema) and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
     return value
 
@@ -160,11 +166,13 @@ def run_path(batch_mode: str, scenario: str, optimizer: str, chunk: Sequence[int
 def _from_string(value, schema: dict):
     """A string as the integer or number its schema asks for (else unchanged)."""
     if isinstance(value, str):
-        kind = schema.get("type")
+        kinds = _types(schema)
+        if "null" in kinds and value in ("null", "~", ""):
+            return None
         try:
-            if kind == "integer":
+            if "integer" in kinds:
                 return int(value)
-            if kind == "number":
+            if "number" in kinds:
                 return float(value)
         except ValueError:
             return value  # left for the schema to report

@@ -26,10 +26,12 @@ from spsa_bench.analysis.tables import hits_to_targets  # noqa: E402
 from spsa_bench.optimizers import REGISTRY  # noqa: E402
 from spsa_bench.results.atomic import atomic_write
 
-#: Colours of the built-in optimizer kinds, in registry order (tab10); every other arm
-#: name (plugin kinds, arms with their own names) gets the next unused colour of
-#: :func:`extra_colour`, in order of appearance.
-_KIND_COLOURS = dict(zip(REGISTRY.built_ins(), sns.color_palette("tab10", 10), strict=False))
+#: Colours of the built-in optimizer kinds, in registry order (tab10, then black for
+#: the eleventh); every other arm name (plugin kinds, arms with their own names) gets the
+#: next unused colour of :func:`extra_colour`, in order of appearance.
+_KIND_COLOURS = dict(
+    zip(REGISTRY.built_ins(), [*sns.color_palette("tab10", 10), (0.0, 0.0, 0.0)], strict=False)
+)
 _EXTRA_COLOURS = sns.color_palette("dark", 10) + sns.color_palette("pastel", 10)
 _GOLDEN = (5**0.5 - 1) / 2
 

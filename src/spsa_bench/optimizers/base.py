@@ -65,10 +65,13 @@ class Optimizer:
     update: Callable[[State, Report], State]
     export: Callable[[State], np.ndarray]
     extras: Callable[[State], dict[str, np.ndarray]] = no_extras
+    #: derived scalars worth recording with a run (e.g. the games count Autoselect
+    #: would ask for); empty for most optimizers
+    info: dict[str, float] = field(default_factory=dict)
 
 
 def hyperparameter(
-    default: float,
+    default: float | str | None,
     doc: str,
     *,
     minimum: float | None = None,
@@ -76,11 +79,22 @@ def hyperparameter(
     exclusive_minimum: float | None = None,
     exclusive_maximum: float | None = None,
     kind: str = "number",
+    enum: tuple[str, ...] | None = None,
+    nullable: bool = False,
 ) -> Any:
     """A hyperparameter field: its default, description and valid range.
 
-    The registry turns these into the JSON Schema, the docs and the CLI listing.
+    ``kind`` is the JSON Schema type (``"number"``, ``"integer"`` or ``"string"``);
+    ``enum`` lists the values a string may take; ``nullable=True`` also admits
+    ``None`` (JSON ``null``), and is required for a ``None`` default. The bounds
+    apply to numbers only (``None`` passes them). The registry turns these into
+    the JSON Schema, the docs and the CLI listing.
     """
+    if default is None and not nullable:
+        raise ValueError("a hyperparameter with default None must be nullable=True")
+    if enum is not None:
+        if kind != "string" or not enum or default not in (*enum, *((None,) if nullable else ())):
+            raise ValueError(f"enum {enum!r}: a string hyperparameter whose default is a member")
     bounds = {
         "minimum": minimum,
         "maximum": maximum,
@@ -88,18 +102,48 @@ def hyperparameter(
         "exclusiveMaximum": exclusive_maximum,
     }
     meta = {"doc": doc, "type": kind, **{k: v for k, v in bounds.items() if v is not None}}
+    if nullable:
+        meta["nullable"] = True
+    if enum is not None:
+        meta["enum"] = tuple(enum)
     return field(default=default, metadata=meta)
 
 
 def hyper_schema(hyper_cls: type) -> dict[str, dict]:
-    """JSON Schema properties of a hyperparameter dataclass."""
+    """JSON Schema properties of a hyperparameter dataclass.
+
+    A nullable hyperparameter's type is ``[type, "null"]`` (and ``null`` joins its
+    ``enum``, if any); an enum is a list.
+    """
     properties = {}
     for f in dataclasses.fields(hyper_cls):
         meta = dict(f.metadata)
-        entry = {"type": meta.pop("type"), "description": meta.pop("doc"), "default": f.default}
+        nullable = meta.pop("nullable", False)
+        kind = meta.pop("type")
+        entry = {
+            "type": [kind, "null"] if nullable else kind,
+            "description": meta.pop("doc"),
+            "default": f.default,
+        }
+        if "enum" in meta:
+            entry["enum"] = [*meta.pop("enum"), *([None] if nullable else [])]
         entry.update(meta)
         properties[f.name] = entry
     return properties
+
+
+def check_choices(hyper: Any) -> None:
+    """Raise ValueError if a string hyperparameter of ``hyper`` is not one of its ``enum``
+    (the schema checks configurations; this catches hyperparameters built in code)."""
+    for f in dataclasses.fields(hyper):
+        choices = f.metadata.get("enum")
+        value = getattr(hyper, f.name)
+        if (
+            choices is not None
+            and value not in choices
+            and not (value is None and f.metadata.get("nullable"))
+        ):
+            raise ValueError(f"{f.name} = {value!r}: not one of {', '.join(choices)}")
 
 
 #: A literal per-pair reference: ``micro(view, hyper, reports, *, clamp_every_pair)``

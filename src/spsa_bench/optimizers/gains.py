@@ -35,13 +35,21 @@ class GainSchedule:
         object.__setattr__(self, "_gain_scale_tiles", RowTiles(gain_scale))
 
     @classmethod
-    def fishtest(cls, c_end, r_end: float, A: float, alpha: float, gamma: float, num_iter: int):
+    def fishtest(cls, c_end, r_end, A: float, alpha: float, gamma: float, num_iter: int):
+        """The schedule from per-parameter ``c_end`` and ``r_end`` (a scalar shared by
+        every parameter, or one value per parameter as in a Fishtest parameter block)."""
         c_end = np.asarray(c_end, dtype=np.float64)
+        if np.ndim(r_end) != 0:
+            r_end = np.asarray(r_end, dtype=np.float64)
+            if r_end.shape != c_end.shape:
+                raise ValueError(f"r_end shape {r_end.shape} differs from c_end {c_end.shape}")
         c = c_end * float(num_iter) ** gamma
         a = r_end * c_end**2 * (A + float(num_iter)) ** alpha
         c.setflags(write=False)
         a.setflags(write=False)
-        return cls(c=c, a=a, A=float(A), alpha=float(alpha), gamma=float(gamma))
+        schedule = cls(c=c, a=a, A=float(A), alpha=float(alpha), gamma=float(gamma))
+        object.__setattr__(schedule, "_per_param_rate", np.ndim(r_end) != 0)
+        return schedule
 
     def c_k(self, k: np.ndarray) -> np.ndarray:
         """Perturbation at iteration ``k`` (``(seed,)``), shape ``(seed, param)``."""
@@ -68,7 +76,14 @@ class GainSchedule:
         return k**self.gamma / (self.A + k) ** self.alpha
 
     def r_k(self, k: np.ndarray) -> np.ndarray:
-        """phi-space learning rate ``a_k / c_k**2`` (the same for every parameter), ``(seed,)``."""
+        """phi-space learning rate ``a_k / c_k**2``, shaped to broadcast against ``(seed, param)``.
+
+        ``(seed, 1)`` when every parameter shares it (a scalar ``r_end``: the first
+        parameter's value), ``(seed, param)`` when ``r_end`` was given per parameter.
+        """
         k = np.asarray(k, dtype=np.float64)
+        if getattr(self, "_per_param_rate", False):
+            shape = k ** (2 * self.gamma) / (self.A + k) ** self.alpha
+            return (self.a / self.c**2)[None, :] * shape[:, None]
         r_end_scale = (self.a / self.c**2)[0]
-        return r_end_scale * k ** (2 * self.gamma) / (self.A + k) ** self.alpha
+        return (r_end_scale * k ** (2 * self.gamma) / (self.A + k) ** self.alpha)[:, None]

@@ -115,12 +115,18 @@ def arm_coords(config_json: str, optimizer: str, kind: str) -> dict[str, tuple]:
     """Scalar coordinates ``kind`` and one per hyperparameter of arm ``optimizer``.
 
     The hyperparameters are the arm's entry of the resolved configuration (every
-    hyperparameter of its kind, defaults filled in); booleans are stored as 0/1.
+    hyperparameter of its kind, defaults filled in); booleans are stored as 0/1,
+    strings as strings. A hyperparameter that is ``None`` (null, e.g. an unset
+    ``A_ratio``) is left out: a NetCDF scalar coordinate cannot be null, and a NaN
+    would fail the finiteness check of ``combine.check_run``; ``combine`` fills the
+    gap with NaN (or ``""`` for text) where other arms set it.
     """
     hyper = dict(json.loads(config_json).get("optimizers", {}).get(optimizer, {}))
     hyper.pop("kind", None)
     coords = {"kind": ((), kind, {"long_name": "optimizer kind of the arm"})}
     for name, value in sorted(hyper.items()):
+        if value is None:
+            continue
         value = int(value) if isinstance(value, bool) else value
         coords[name] = ((), value, {"long_name": f"hyperparameter {name} of the optimizer arm"})
     return coords
