@@ -25,6 +25,13 @@ def add_parser(sub) -> None:
         help="game-noise model to time (default: the scenario's, from the config)",
     )
     p.add_argument(
+        "--tune-seeds",
+        type=bounded_int("--tune-seeds", 0, MAX_SEEDS),
+        default=100,
+        help="seeds of the tune-size rows (synthetic Stockfish tunes of 4, 64 and 512 int "
+        "parameters, stochastic rounding); 0 skips them (default: 100)",
+    )
+    p.add_argument(
         "--repeats",
         type=bounded_int("--repeats", 1, 1000),
         default=5,
@@ -65,5 +72,6 @@ def run(args: argparse.Namespace) -> int:
         scenario=args.scenario,
         repeats=args.repeats,
         noise=noise_model(args.noise) if args.noise else None,
+        tune_seeds=args.tune_seeds,
     )
     return 0

@@ -11,6 +11,8 @@ the peak memory traced during one extra (untimed) run.
 process (interpreter start, imports, schedule, replay, compressed write) of R
 seeds, median of several, and its speed-up over the original lab's loop,
 R x ``LAB_SEED_S`` / seconds (target: at least ``WHOLE_PROCESS_TARGET``).
+:func:`tune_sizes` adds rows for synthetic Stockfish tunes of 4, 64 and 512 int
+parameters, to show the cost grows no faster than parameters x pairs.
 """
 
 from __future__ import annotations
@@ -29,7 +31,13 @@ import numpy as np
 import yaml
 
 from spsa_bench.config.loader import Config
-from spsa_bench.engine.simulate import make_noise, make_problem, make_schedule, replay_arm
+from spsa_bench.engine.simulate import (
+    make_noise,
+    make_problem,
+    make_schedule,
+    replay_arm,
+    scenario_rounding,
+)
 from spsa_bench.model.noise import NoiseModel
 
 
@@ -51,7 +59,9 @@ def _one_run(
     start = time.perf_counter()
     schedule = make_schedule(config, mode, seeds)
     scheduled = time.perf_counter()
-    replay_arm(config, arm, problem, schedule, noise=noise)
+    replay_arm(
+        config, arm, problem, schedule, noise=noise, rounding=scenario_rounding(config, scenario)
+    )
     done = time.perf_counter()
     cpu = time.process_time() - cpu_start
     return scheduled - start, done - scheduled, int(schedule.n_jobs.sum()), cpu
@@ -67,7 +77,10 @@ def run_bench(
     repeats: int = 5,
     out=None,
     noise: NoiseModel | None = None,
+    tune_seeds: int = 0,
 ) -> list[dict]:
+    """The timing table (module docstring), the whole-process row and, when
+    ``tune_seeds`` > 0, the tune-size rows of :func:`tune_sizes` at that many seeds."""
     out = out or sys.stdout
     noise = noise or make_noise(config, scenario)
     rows = []
@@ -130,6 +143,90 @@ def run_bench(
         out=out,
     )
     rows.append({"batch_mode": batch_mode, "optimizer": optimizer, "whole_process": True, **row})
+    if tune_seeds:
+        noise = noise or make_noise(config, scenario)
+        sizes = tune_sizes(config, noise=noise, n_seeds=tune_seeds, repeats=repeats, out=out)
+        rows += [{"tune_size": True, **size} for size in sizes]
+    return rows
+
+
+#: Parameter counts of the tune-size rows (issue 15: cost at most linear in parameters x pairs).
+PARAM_COUNTS = (4, 64, 512)
+
+
+def _tune_problem(num_params: int, num_pairs: int, seeds: np.ndarray, entropy: int):
+    """A synthetic Stockfish tune of ``num_params`` int parameters (TUNE()'s block at
+    value 100) with the default truth prior: the developer view and per-seed bowls."""
+    from spsa_bench.config.param_block import parse_block, synthetic_tune
+    from spsa_bench.model.developer import DeveloperView
+    from spsa_bench.model.instances import TruthPrior, draw_instances
+
+    block = parse_block(synthetic_tune(num_params))
+    bowls = draw_instances(
+        TruthPrior.from_mapping(None), block.start, block.min, block.max, block.c_end,
+        entropy, list(seeds),
+    )  # fmt: skip
+    view = DeveloperView(
+        block.start, block.min, block.max, block.c_end, num_pairs,
+        integer=np.ones(num_params, bool), r_end=block.r_end,
+    )  # fmt: skip
+    return view, bowls
+
+
+def tune_sizes(
+    config: Config,
+    *,
+    noise: NoiseModel,
+    n_seeds: int,
+    batch_size: int = 36,
+    counts=PARAM_COUNTS,
+    repeats: int = 5,
+    out=None,
+) -> list[dict]:
+    """Replay time of classic SPSA (A = 0.1 N, Fishtest's default) on synthetic tunes of
+    ``counts`` int parameters with stochastic rounding, sync batches of ``batch_size``
+    pairs, ``n_seeds`` seeds of the configuration's budget: the median of ``repeats``,
+    and the cost per seed x parameter x pair, which must not grow with the parameters."""
+    from spsa_bench import optimizers
+    from spsa_bench.dispatch.schedule import sync_schedule
+    from spsa_bench.engine.replay import replay
+
+    out = out or sys.stdout
+    seeds = np.arange(n_seeds)
+    schedule = sync_schedule(seeds, config.num_pairs, batch_size)
+    hyper = optimizers.hyper_from_dict("spsa", {"A": 0.1 * config.num_pairs})
+    print(
+        f"tune sizes: spsa, sync batches of {batch_size} pairs, stochastic rounding, "
+        f"R = {n_seeds}, {config.num_pairs} pairs, noise {noise.name}, median of {repeats}",
+        file=out,
+    )
+    print(f"{'params':>7} {'replay s':>9} {'ns per seed x param x pair':>27}", file=out)
+    rows = []
+    for count in counts:
+        view, bowls = _tune_problem(count, config.num_pairs, seeds, config.entropy)
+        optimizer = optimizers.build("spsa", view, hyper)
+
+        def once(optimizer=optimizer, view=view, bowls=bowls) -> float:
+            start = time.perf_counter()
+            replay(
+                optimizer, schedule, bowls, view, entropy=config.entropy, noise=noise,
+                rounding="stochastic", checkpoints=config.checkpoints,
+            )  # fmt: skip
+            return time.perf_counter() - start
+
+        once()  # warm caches
+        replay_s = statistics.median(once() for _ in range(repeats))
+        unit_ns = replay_s / (n_seeds * count * config.num_pairs) * 1e9
+        rows.append({"params": count, "seeds": n_seeds, "replay_s": replay_s, "unit_ns": unit_ns})
+        print(f"{count:>7} {replay_s:>9.3f} {unit_ns:>27.2f}", file=out, flush=True)
+    growth = rows[-1]["unit_ns"] / rows[0]["unit_ns"]
+    verdict = "no faster than linear" if growth <= 1.0 else "FASTER than linear"
+    print(
+        f"cost per seed x param x pair at {counts[-1]} params is {growth:.2f}x that at "
+        f"{counts[0]}: {verdict} in parameters x pairs",
+        file=out,
+        flush=True,
+    )
     return rows
 
 

@@ -20,6 +20,7 @@ the optimizer reports only.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -57,6 +58,8 @@ class RunResult:
     # order to the flip (NaN when nothing is rounded)
     probe_equal_fraction: np.ndarray | None = None  # (seed,)
     probe_swapped_fraction: np.ndarray | None = None  # (seed,)
+    # scalars the arm derived from the developer view (Optimizer.info), set by the caller
+    arm_info: dict[str, float] = dataclasses.field(default_factory=dict)
 
 
 def pairs_grid(num_pairs: int, points: int) -> np.ndarray:

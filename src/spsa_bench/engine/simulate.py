@@ -114,11 +114,14 @@ def replay_arm(
     schedule: Schedule,
     progress: Callable[[int, int], None] | None = None,
     noise: NoiseModel = VENDORED,
+    rounding: str = "none",
 ) -> RunResult:
-    """Build ``arm`` from the developer view only (never from the bowl) and replay it."""
+    """Build ``arm`` from the developer view only (never from the bowl) and replay it;
+    the result carries the scalars the arm derived (``arm_info``, e.g. Autoselect's
+    games count). ``rounding`` is the worker's (:func:`scenario_rounding`)."""
     built = optimizers.build(arm.kind, problem.view, arm.hyper, name=arm.name)
     check_gains(built, arm.name)
-    return replay(
+    result = replay(
         built,
         schedule,
         problem.bowl,
@@ -129,7 +132,9 @@ def replay_arm(
         checkpoints=config.checkpoints,
         progress=progress,
         noise=noise,
+        rounding=rounding,
     )
+    return dataclasses.replace(result, arm_info=dict(built.info))
 
 
 def simulate(
@@ -150,7 +155,15 @@ def simulate(
         schedule = make_schedule(config, mode, seeds)
     problem = make_problem(config, scenario, [int(s) for s in schedule.seeds])
     noise = make_noise(config, scenario)
-    result = replay_arm(config, arm, problem, schedule, progress=progress, noise=noise)
+    result = replay_arm(
+        config,
+        arm,
+        problem,
+        schedule,
+        progress=progress,
+        noise=noise,
+        rounding=scenario_rounding(config, scenario),
+    )
     dataset = run_dataset(
         result,
         problem,

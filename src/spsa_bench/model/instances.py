@@ -31,8 +31,7 @@ The prior, as a scenario's ``truth`` mapping (every key optional)::
   :class:`~spsa_bench.model.bowl.SeedBowls` convention). Inactive parameters
   are never paired: a rotation would make the Elo depend on them.
 
-Defaults (assumptions, see ``/work/shared/reference/fishtest-spsa.md``, "How
-strong is a real tune's signal?", and docs/fishtest.md): Fishtest's Autoselect
+Defaults (assumptions; docs/fishtest.md, "The truth prior", gives the reasoning): Fishtest's Autoselect
 assumes 2 Elo lost half a range from the optimum, which is 0.22 Elo per c_end
 step at its c_end = range/6 and 0.02 Elo at Stockfish's TUNE() default
 c_end = range/20; hence log-uniform ``[0.02, 0.2]``. An optimum about two

@@ -201,12 +201,11 @@ def run_dataset(
     config_json: str,
     kpis: dict | None = None,
     kpi_attrs: dict | None = None,
-    arm_info: dict[str, float] | None = None,
 ) -> xr.Dataset:
     """The dataset of one run, following the data contract of this module.
 
-    ``arm_info`` holds scalars the arm derived from the developer view (e.g. the
-    games Autoselect would ask for); each becomes a scalar coordinate.
+    ``result.arm_info`` holds scalars the arm derived from the developer view (e.g.
+    the games Autoselect would ask for); each becomes a scalar coordinate.
     """
     bowl, params = problem.bowl, problem.params
     run = _Run(result, bowl, bowl.elo(result.theta), seeds)
@@ -246,7 +245,7 @@ def run_dataset(
     arm = arm_coords(config_json, optimizer, optimizer_kind)
     arm |= {
         name: ((), float(value), {"long_name": f"{name}, derived by the optimizer arm"})
-        for name, value in sorted((arm_info or {}).items())
+        for name, value in sorted(result.arm_info.items())
     }
     clash = sorted(set(arm) & (set(data_vars) | set(coords)))
     if clash:
