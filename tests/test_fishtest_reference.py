@@ -227,13 +227,8 @@ def _reads_view_r_end() -> bool:
 @pytest.mark.parametrize("rounding", ["stochastic", "nearest"])
 @pytest.mark.parametrize("mode", MODES)
 def test_replay_with_per_parameter_r_end_equals_fishtest_reference(mode, rounding):
-    """Per-parameter r_end of a Fishtest parameter block (``DeveloperView.r_end``).
-
-    SKIPPED until the ``spsa`` optimizer reads ``view.r_end``; drop the skip after
-    that change is merged.
-    """
-    if not _reads_view_r_end():
-        pytest.skip("spsa does not read DeveloperView.r_end yet")
+    """Per-parameter r_end of a Fishtest parameter block (``DeveloperView.r_end``)."""
+    assert _reads_view_r_end()
     r_end = np.linspace(0.005, 0.05, C_END.size)
     schedule, result, reports, theta, refs = run_both(
         mode, rounding, "rotated-seed-bowls", view_of(r_end=r_end), r_end

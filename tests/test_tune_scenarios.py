@@ -426,3 +426,27 @@ def test_prior_errors_name_the_key():
     assert TruthPrior.from_mapping(None) == TruthPrior.from_mapping({}) == TruthPrior()
     prior = TruthPrior(elo_min=0.1, elo_max=0.3, interaction=0.5)
     assert TruthPrior.from_mapping(prior.to_dict()) == prior
+
+
+@pytest.mark.slow
+def test_a_tune_of_1000_parameters_and_3_2_million_games_runs():
+    """The largest tune Fishtest accepts in games, at 1000 int parameters: it runs
+    (about 10 s, 0.3 GB), stays finite and in bounds, and improves on the start."""
+    from spsa_bench.engine.simulate import simulate
+
+    raw = {
+        "games": 3_200_000,
+        "checkpoints": 11,
+        "seeds": {"first": 0, "count": 2},
+        "noise": "STC",
+        "batch_modes": {"sync": {"workers": 1, "batch": "fixed", "batch_size": 36}},
+        "scenarios": {"big": {"synthetic_tune": {"params": 1000, "value": 100}}},
+        "optimizers": {"spsa": {"A_ratio": 0.1}},
+    }
+    ds = simulate(resolve(raw), optimizer="spsa", batch_mode="sync", scenario="big", seeds=[0, 1])
+    assert ds.sizes["param"] == 1000 and int(ds["pairs"].values[-1]) == 1_600_000
+    loss = ds["elo_loss"].values
+    assert np.isfinite(loss).all() and np.all(loss[:, -1] < loss[:, 0])
+    theta = ds["theta"].values
+    assert np.all((theta >= 0) & (theta <= 200))
+    assert np.all(ds["total_pairs"].values == 1_600_000)

@@ -113,9 +113,7 @@ def cend_study_settings(config: Config) -> dict | None:
     study = config.resolved.get("cend_study")
     if study is None:
         return None
-    arms = list(study["arms"])
-    settings = cell_settings(config, arms[0], study["batch_mode"], study["scenario"])
-    settings["optimizers"] = {arm: arm_settings(config, arm) for arm in arms}
+    settings = cell_settings(config, study["base"], study["batch_mode"], study["scenario"])
     settings["seeds"] = {"first": config.seeds_first, "count": config.seeds_count}
     settings["cend_study"] = copy.deepcopy(study)
     return settings

@@ -309,9 +309,8 @@ def cend_study_mem_mb(wildcards):
 
 def cend_study_runtime(wildcards):
     """Every arm at every c_end, each at most 3 us per seed x pair (as simulate)."""
-    runs = len(CEND_STUDY["cend_study"]["arms"]) * len(
-        CEND_STUDY["cend_study"]["c_end"]
-    )
+    study = CEND_STUDY["cend_study"]
+    runs = len(study["variants"]) * len(study["c_end"])
     return 2 + runs * BENCH.seeds_count * BENCH.num_pairs // 20_000_000
 
 

@@ -127,6 +127,10 @@ def cend_figure(ds: xr.Dataset):
             right.fill_between(
                 rows["c_end"], rows["diff_low"], rows["diff_high"], color=colour, alpha=0.2
             )
+    start = float(ds["start_elo_gap"].mean())
+    left.axhline(start, color="0.3", linewidth=0.8, linestyle="--")
+    left.annotate("mean loss at the start", (0.02, start), xycoords=("axes fraction", "data"),
+                  va="bottom", fontsize="small", color="0.3")  # fmt: skip
     right.axhline(0.0, color="0.3", linewidth=0.8)
     for ax in (left, right):
         ax.set_xscale("log", base=2)
@@ -135,7 +139,7 @@ def cend_figure(ds: xr.Dataset):
         ax.axvspan(ds["c_end"].values.min() / 1.2, 1.0, color="0.9", zorder=0)
     left.set_ylabel("final Elo loss (mean, 95% CI)")
     right.set_ylabel(f"Δ final loss vs {baseline} (paired)")
-    left.legend(fontsize="small", title="arm")
+    left.legend(fontsize="small", title="variant")
     fig.suptitle(
         f"{ds.attrs['scenario']}: worker rounding {ds.attrs['rounding']}, "
         f"{ds.sizes['seed']} seeds (shaded: c_end < 1)",

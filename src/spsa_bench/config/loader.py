@@ -531,7 +531,7 @@ def resolve(raw: dict, base_dir: str | Path | None = None) -> Config:
             f"baseline = {data['baseline']!r}: not one of the optimizers ({', '.join(optimizers)})"
         )
 
-    return Config(
+    config = Config(
         num_pairs=num_pairs,
         checkpoints=int(data["checkpoints"]),
         signal=data["signal"],
@@ -548,6 +548,11 @@ def resolve(raw: dict, base_dir: str | Path | None = None) -> Config:
         resolved=data,
         games=games,
     )
+    if "cend_study" in data:  # its references, once the tables they name exist
+        from spsa_bench.engine.cend_study import study_settings
+
+        study_settings(config)
+    return config
 
 
 def read_yaml(path: str | Path) -> Any:

@@ -313,6 +313,46 @@ RUN_CONVENTIONS = {
 }
 
 
+#: The c_end study (spsa_bench.engine.cend_study): optional, off when absent.
+CEND_STUDY = _object(
+    "The c_end study (fishtest #1912, #1929): the arms at every c_end on one "
+    "parameter-block scenario, with shared seeds (docs/fishtest.md)",
+    {
+        "scenario": {
+            "type": "string",
+            "pattern": NAME_PATTERN,
+            "description": "a parameter-block scenario whose parameters share one c_end",
+        },
+        "batch_mode": {"type": "string", "pattern": NAME_PATTERN, "description": "batch mode"},
+        "c_end": {
+            "type": "array",
+            "items": _num(
+                "c_end every parameter is probed with (integer steps)", exclusiveMinimum=0
+            ),
+            "minItems": 1,
+            "uniqueItems": True,
+            "description": "the c_end values, each played through c_scale = c_end / the block's",
+        },
+        "base": {
+            "type": "string",
+            "pattern": NAME_PATTERN,
+            "description": "an SPSA-family arm of this config the variants start from",
+        },
+        "variants": {
+            "type": "object",
+            "minProperties": 1,
+            "propertyNames": {"type": "string", "pattern": NAME_PATTERN},
+            "additionalProperties": {
+                "type": ["object", "null"],
+                "description": "hyperparameters over the base arm's (checked like an arm's)",
+            },
+            "description": "named variants of the base arm (not grid arms); the first is the paired baseline",
+        },
+    },
+    required=("scenario", "batch_mode", "c_end", "base", "variants"),
+)
+
+
 def build_schema(rows: Mapping[str, OptimizerSpec] | None = None) -> dict:
     """The whole configuration schema as a dict, for the optimizer ``rows``
     (default: every registered kind, plugins included)."""
@@ -339,6 +379,7 @@ def build_schema(rows: Mapping[str, OptimizerSpec] | None = None) -> dict:
                 maximum=100001,
             ),
             **RUN_CONVENTIONS,
+            "cend_study": CEND_STUDY,
             "seeds": _object(
                 "the seeds to run",
                 {

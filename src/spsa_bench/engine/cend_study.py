@@ -12,10 +12,15 @@ list of c_end values on one parameter-block scenario::
     cend_study:
       scenario: tune-16-stc       # a parameter-block scenario with one c_end for all
       batch_mode: sync
-      c_end: [0.25, 0.5, 1, 2, 4] # the c_end every arm probes with (integer units)
-      arms: [spsa, spsa-realized, spsa-min-c2]   # the first is the paired baseline
+      c_end: [0.25, 0.5, 1, 2, 4] # the c_end every variant probes with (integer units)
+      base: spsa                  # an SPSA-family arm of the configuration
+      variants:                   # hyperparameters over the base arm's; first = baseline
+        classic: {}
+        realized: {delta: realized}
+        min-c2: {min_c: 2}
 
-Each arm plays c_end ``c`` through ``c_scale = c / c_block`` (the block's c_end);
+The variants are not arms of the benchmark grid: they run in this study only.
+Each plays c_end ``c`` through ``c_scale = c / c_block`` (the block's c_end);
 the truth instances stay those drawn from the block (in units of the block's
 c_end), so every value of ``c`` tunes the same engines, and every arm at one seed
 shares the instance, the schedule, the flips, the rounding uniforms and the match
@@ -27,11 +32,21 @@ from __future__ import annotations
 import dataclasses
 import sys
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
-import xarray as xr
 
-from spsa_bench.config.loader import Config, ConfigError
+from spsa_bench.config.loader import (
+    Config,
+    ConfigError,
+    OptimizerArm,
+    scenario_block,
+    scenario_kind,
+)
+from spsa_bench.optimizers import hyper_from_dict
+
+if TYPE_CHECKING:
+    import xarray as xr
 
 STUDY_KEY = "cend_study"
 
@@ -41,7 +56,7 @@ class CendStudy:
     scenario: str
     batch_mode: str
     c_end: tuple[float, ...]
-    arms: tuple[str, ...]
+    arms: tuple[OptimizerArm, ...]  # the variants, named, over the base arm
     block_c_end: float
 
 
@@ -53,31 +68,45 @@ def study_settings(config: Config) -> CendStudy | None:
         return None
     where = STUDY_KEY
     scenario = raw["scenario"]
-    spec = config.scenario(scenario)
-    if "block" not in spec:
+    spec = _known(config.scenario, scenario, f"{where}.scenario")
+    if scenario_kind(spec) != "block":
         raise ConfigError(
             f"{where}.scenario = {scenario!r}: not a parameter-block scenario "
             "(give fishtest_params, fishtest_params_file or synthetic_tune)"
         )
-    block_c_end = _block_c_end(spec["block"], f"{where}.scenario = {scenario!r}")
-    config.batch_mode(raw["batch_mode"])
-    for arm in raw["arms"]:
-        hyper = config.optimizer(arm).hyper
-        if not hasattr(hyper, "c_scale"):
-            raise ConfigError(f"{where}.arms: {arm!r} has no c_scale (not an SPSA arm)")
+    block_c_end = _block_c_end(scenario_block(spec).c_end, f"{where}.scenario = {scenario!r}")
+    _known(config.batch_mode, raw["batch_mode"], f"{where}.batch_mode")
+    base = _known(config.optimizer, raw["base"], f"{where}.base")
+    if "c_scale" not in {field.name for field in dataclasses.fields(base.hyper)}:
+        raise ConfigError(f"{where}.base = {raw['base']!r}: has no c_scale (not an SPSA arm)")
+    arms = []
+    for name, overrides in raw["variants"].items():
+        values = {**dataclasses.asdict(base.hyper), **(overrides or {})}
+        if "c_scale" in (overrides or {}):
+            raise ConfigError(f"{where}.variants.{name}.c_scale: set by the study from c_end")
+        try:
+            hyper = hyper_from_dict(base.kind, values)
+        except (TypeError, ValueError) as error:
+            raise ConfigError(f"{where}.variants.{name}: {error}") from None
+        arms.append(OptimizerArm(name, base.kind, hyper))
     return CendStudy(
         scenario=scenario,
         batch_mode=raw["batch_mode"],
         c_end=tuple(float(c) for c in raw["c_end"]),
-        arms=tuple(raw["arms"]),
+        arms=tuple(arms),
         block_c_end=block_c_end,
     )
 
 
-def _block_c_end(block_text: str, where: str) -> float:
-    from spsa_bench.config.param_block import parse_block
+def _known(pick, name: str, where: str):
+    """``pick(name)``, its error naming the study's key."""
+    try:
+        return pick(name)
+    except ConfigError as error:
+        raise ConfigError(f"{where}: {error}") from None
 
-    c_end = parse_block(block_text).c_end
+
+def _block_c_end(c_end: np.ndarray, where: str) -> float:
     if not np.all(c_end == c_end[0]):
         raise ConfigError(
             f"{where}: its parameters have different c_end values "
@@ -109,11 +138,10 @@ def run_cend_study(
     shape = (len(study.arms), len(study.c_end), seeds.size)
     results = {name: np.full(shape, np.nan) for name in _STUDY_VARIABLES}
     start_gap = problem.bowl.elo_loss(np.tile(problem.view.theta_start, (seeds.size, 1)))
-    for a, arm_name in enumerate(study.arms):
-        arm = config.optimizer(arm_name)
+    for a, arm in enumerate(study.arms):
         for c, c_end in enumerate(study.c_end):
             if progress is not None:
-                progress(f"{arm_name} at c_end {c_end:g}")
+                progress(f"{arm.name} at c_end {c_end:g}")
             hyper = dataclasses.replace(arm.hyper, c_scale=c_end / study.block_c_end)
             run = replay_arm(
                 config,
@@ -144,6 +172,8 @@ _STUDY_VARIABLES = {
 
 
 def _study_dataset(config, study, seeds, results, start_gap, rounding, noise_name) -> xr.Dataset:
+    import xarray as xr
+
     from spsa_bench.results.cf import conform
     from spsa_bench.results.provenance import provenance
 
@@ -156,10 +186,11 @@ def _study_dataset(config, study, seeds, results, start_gap, rounding, noise_nam
         start_gap,
         {"long_name": "true Elo loss of the seed's instance at the start", "units": "Elo"},
     )
-    kinds = [config.optimizer(name).kind for name in study.arms]
-    hyper = [config.optimizer(name).hyper for name in study.arms]
+    kinds = [arm.kind for arm in study.arms]
+    hyper = [arm.hyper for arm in study.arms]
+    names = [arm.name for arm in study.arms]
     coords = {
-        "arm": ("arm", np.array(study.arms, dtype=object), {"long_name": "optimizer arm"}),
+        "arm": ("arm", np.array(names, dtype=object), {"long_name": "variant of the base arm"}),
         "kind": ("arm", np.array(kinds, dtype=object), {"long_name": "optimizer kind"}),
         "delta": (
             "arm",
@@ -185,7 +216,7 @@ def _study_dataset(config, study, seeds, results, start_gap, rounding, noise_nam
         "rounding": rounding,
         "noise": noise_name,
         "num_pairs": config.num_pairs,
-        "baseline": study.arms[0],
+        "baseline": names[0],
         "assumption": (
             "the truth is drawn per seed from the scenario's truth prior, in units of the "
             "block's c_end; it is a modelling assumption, not a measurement"
