@@ -137,3 +137,30 @@ def test_streaming_combine_stays_under_a_bound_the_in_memory_one_exceeds(run_fil
     streamed, in_memory = _peak_mb("stream", tmp_path), _peak_mb("memory", tmp_path)
     assert streamed < bound < in_memory, (streamed, bound, in_memory)
     _same_file(tmp_path / "memory.nc", tmp_path / "stream.nc")
+
+
+def test_scenarios_of_different_sizes_combine_padded_along_param(tmp_path):
+    """A groups scenario (22 parameters) and two tune scenarios (16, 64): every cell is
+    padded to 64 parameters; the trajectories keep their own dims; each scenario's
+    values sit in its first parameters, streamed or in memory alike."""
+    raw = small_config_dict(num_pairs=300)
+    raw["optimizers"] = {"spsa": {}}
+    del raw["cend_study"]
+    config = resolve(raw)
+    paths = []
+    for scenario in ("mixed", "tune-16-stc", "tune-64-ltc"):
+        ds = simulate(config, optimizer="spsa", batch_mode="sync", scenario=scenario, seeds=[0, 1])
+        paths.append(write_atomic(ds, tmp_path / f"{scenario}.nc"))
+    memory = write_benchmark(combine_benchmark(paths), tmp_path / "memory.nc")
+    streamed = tmp_path / "streamed.nc"
+    stream_benchmark(paths, streamed)
+    _same_file(memory, streamed)
+    back = open_benchmark(streamed)
+    assert back.sizes["param"] == 64
+    assert back["elo_loss"].dims == ("optimizer", "batch_mode", "scenario", "seed", "pairs")
+    small = back["theta"].sel(scenario="tune-16-stc").squeeze()
+    np.testing.assert_array_equal(small.isel(param=slice(0, 16)), open_run(paths[1])["theta"])
+    assert small.isel(param=slice(16, None)).isnull().all()
+    groups = back["param_group"].sel(scenario="tune-16-stc").values
+    assert list(groups[16:]) == [""] * 48 and groups[0] == "p00"
+    assert back["w_true"].sel(scenario="tune-64-ltc").notnull().all()

@@ -28,6 +28,8 @@ from spsa_bench.results.provenance import provenance
 
 NUMERIC_FILL = np.nan
 TEXT_FILL = ""
+#: What a scenario with fewer parameters holds beyond its last one in a combined file.
+PARAM_PADDING = {"param_group": TEXT_FILL, "rotation_partner": -1}
 
 
 def check_run(path: str | Path, ds: xr.Dataset, grid: np.ndarray | None) -> None:
@@ -127,6 +129,16 @@ def combine_cells(by_cell: Mapping[tuple, list[xr.Dataset]]) -> xr.Dataset:
     n_workers = max(cell.sizes.get("worker", 0) for cell in cells)
     cells = [
         cell.pad(worker=(0, n_workers - cell.sizes["worker"])) if "worker" in cell.dims else cell
+        for cell in cells
+    ]
+    # Scenarios differ in their number of parameters: pad every cell to the largest (NaN,
+    # "" for the group labels, -1 for rotation partners), so the cells differ only in
+    # their labels and are never laid side by side along param.
+    n_params = max(cell.sizes.get("param", 0) for cell in cells)
+    cells = [
+        cell.reindex(param=np.arange(n_params), fill_value=PARAM_PADDING)
+        if "param" in cell.dims and cell.sizes["param"] < n_params
+        else cell
         for cell in cells
     ]
     combined = xr.combine_by_coords(
