@@ -298,3 +298,16 @@ def test_loader_and_run_coordinates_with_enum_and_null():
     raw["optimizers"]["spsa"] = {"A": 10, "A_ratio": 0.1}
     with pytest.raises(ConfigError, match="A or A_ratio"):
         resolve(raw)
+
+
+def test_micro_reference_follows_a_ratio_and_the_scales(tmp_path):
+    """The per-pair micro reference derives A, c_end and r_end as the optimizer does:
+    spsa-block equals it to rounding (its 1e-9 gate) with A_ratio, c_scale and r_scale set, and a
+    wrong A in the reference would show as a gap far above classic SPSA's tolerance."""
+    from spsa_bench.validation.gates import validate
+
+    hyper = {"A_ratio": 0.1, "c_scale": 2.0, "r_scale": 0.5}
+    block = validate("spsa-block", tmp_path, hyper=hyper)
+    assert block.gap <= block.tolerance  # 1e-9: exact up to rounding
+    outcome = validate("spsa", tmp_path, hyper={"A_ratio": 0.1})
+    assert outcome.gap < outcome.tolerance

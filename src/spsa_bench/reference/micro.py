@@ -75,10 +75,16 @@ def _warm(t: int, warmup: int) -> float:
 def spsa_micro(
     view: DeveloperView, hyper, reports: Sequence[MicroReport], *, clamp_every_pair=False, cwd=False
 ):
-    c_end = np.array(view.c_dev, dtype=np.float64)
+    # Fishtest's gains: A = int(A_ratio * N) when A_ratio is given; c_end and r_end per
+    # parameter (r_end from a parameter block when the view has one), times c_scale / r_scale.
     num_iter = float(view.num_pairs)
+    A_ratio = getattr(hyper, "A_ratio", None)
+    A = float(int(A_ratio * view.num_pairs)) if A_ratio is not None else float(hyper.A)
+    c_end = np.array(view.c_dev, dtype=np.float64) * getattr(hyper, "c_scale", 1.0)
+    r_end = hyper.r_end if view.r_end is None else np.array(view.r_end, dtype=np.float64)
+    r_end = r_end * getattr(hyper, "r_scale", 1.0)
     c_base = c_end * num_iter**hyper.gamma
-    a_base = hyper.r_end * c_end**2 * (hyper.A + num_iter) ** hyper.alpha
+    a_base = r_end * c_end**2 * (A + num_iter) ** hyper.alpha
     lam = float(getattr(hyper, "lambda_cwd", 0.0)) if cwd else 0.0
     start = np.array(view.theta_start, dtype=np.float64)
     theta = view.clip(start.copy())
@@ -86,11 +92,11 @@ def spsa_micro(
     for report in reports:
         k = int(report.iter_local)
         for s in report.pair_signals:
-            a_k = a_base / (hyper.A + k) ** hyper.alpha
+            a_k = a_base / (A + k) ** hyper.alpha
             c_k = c_base / k**hyper.gamma
             step = (a_k / c_k) * float(s) * report.flip
             if cwd:
-                r_k = (a_k / c_k**2)[0]
+                r_k = a_k / c_k**2
                 delta = theta - start
                 mask = step * delta <= 0.0
                 theta = theta + step - lam * r_k * np.where(mask, delta, 0.0)
