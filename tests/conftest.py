@@ -46,3 +46,21 @@ def snakemake_env(tmp_path_factory) -> dict[str, str]:
 
 
 sys.path.insert(0, str(Path(__file__).parent))
+
+
+def random_rotations(rng, n_seeds: int, n_params: int):
+    """``(partner, cos, sin)`` of random plane rotations per seed, in the SeedBowls
+    convention: parameters paired at random (one left alone when odd), angles up to
+    45 degrees. Test data built by hand, independent of ``model.instances``."""
+    import numpy as np
+
+    partner = np.tile(np.arange(n_params), (n_seeds, 1))
+    cos, sin = np.ones((n_seeds, n_params)), np.zeros((n_seeds, n_params))
+    for s in range(n_seeds):
+        order = rng.permutation(n_params)
+        for i, j in zip(order[0::2], order[1::2], strict=False):
+            phi = rng.uniform(-np.pi / 4, np.pi / 4)
+            partner[s, i], partner[s, j] = j, i
+            cos[s, i] = cos[s, j] = np.cos(phi)
+            sin[s, i], sin[s, j] = -np.sin(phi), np.sin(phi)
+    return partner, cos, sin

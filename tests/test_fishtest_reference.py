@@ -7,7 +7,7 @@ from functools import cache
 
 import numpy as np
 import pytest
-from conftest import small_config_dict
+from conftest import random_rotations, small_config_dict
 
 from spsa_bench import optimizers
 from spsa_bench.config.loader import resolve
@@ -75,15 +75,7 @@ def rotated_seed_bowls() -> SeedBowls:
     but one, angles up to 45 degrees)."""
     rng = np.random.default_rng(11)
     n_seeds, n_params = len(SEEDS), THETA_START.size
-    partner = np.tile(np.arange(n_params), (n_seeds, 1))
-    cos, sin = np.ones((n_seeds, n_params)), np.zeros((n_seeds, n_params))
-    for s in range(n_seeds):
-        order = rng.permutation(n_params)
-        for i, j in zip(order[0::2], order[1::2], strict=False):
-            phi = rng.uniform(-np.pi / 4, np.pi / 4)
-            partner[s, i], partner[s, j] = j, i
-            cos[s, i] = cos[s, j] = np.cos(phi)
-            sin[s, i], sin[s, j] = -np.sin(phi), np.sin(phi)
+    partner, cos, sin = random_rotations(rng, n_seeds, n_params)
     peak = THETA_START + rng.normal(0, 3, (n_seeds, n_params)) * C_END
     return SeedBowls(
         peak, rng.uniform(0.3, 1.5, (n_seeds, n_params)), C_END, partner, cos, sin, peak_elo=1.0

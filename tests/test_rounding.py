@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from conftest import random_rotations, small_config_dict
 
 from spsa_bench import optimizers
 from spsa_bench.config.loader import resolve
@@ -123,15 +124,7 @@ def _seed_bowls(n_seeds, n_params, seed=5, rotated=False):
     scale = rng.uniform(1, 4, n_params)
     kwargs = {}
     if rotated:
-        partner = np.tile(np.arange(n_params), (n_seeds, 1))
-        cos, sin = np.ones((n_seeds, n_params)), np.zeros((n_seeds, n_params))
-        for s in range(n_seeds):
-            order = rng.permutation(n_params)
-            for i, j in zip(order[0::2], order[1::2], strict=False):
-                phi = rng.uniform(-np.pi / 4, np.pi / 4)
-                partner[s, i], partner[s, j] = j, i
-                cos[s, i] = cos[s, j] = np.cos(phi)
-                sin[s, i], sin[s, j] = -np.sin(phi), np.sin(phi)
+        partner, cos, sin = random_rotations(rng, n_seeds, n_params)
         kwargs = {"partner": partner, "cos": cos, "sin": sin}
     return SeedBowls(
         rng.normal(0, 3, (n_seeds, n_params)), rng.uniform(0.05, 2, (n_seeds, n_params)),
@@ -168,7 +161,7 @@ def test_rotated_bowls_are_a_rotation():
 
 
 def _seed_bowl_run(seeds, compact=True, rounding="stochastic"):
-    config = resolve(__import__("conftest").small_config_dict(num_pairs=1500))
+    config = resolve(small_config_dict(num_pairs=1500))
     n_params = 5
     start = np.full(n_params, 100.0)
     view = DeveloperView(start, start - 100, start + 100, np.full(n_params, 10.0), 1500,

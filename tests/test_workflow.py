@@ -19,6 +19,7 @@ import pandas as pd
 import pytest
 import yaml
 
+from spsa_bench.optimizers import REGISTRY
 from spsa_bench.results.cf import open_labelled
 
 REPO = Path(__file__).resolve().parents[1]
@@ -211,7 +212,20 @@ def test_tiny_benchmark_end_to_end(env, tmp_path):
         for ext in ("png", "svg"):
             assert (results / "figures" / f"{name}.{ext}").stat().st_size > 5000, name
     for kind in optimizers:
-        assert (results / "validation" / f"{kind}.png").is_file()
+        if REGISTRY[kind].micro is not None:  # spsa-autoselect has no micro reference
+            assert (results / "validation" / f"{kind}.png").is_file()
+
+    # the tune scenario's runs hold their instances and the rounding KPIs; the c_end
+    # study's table, figure and file are there
+    with open_labelled(results / "benchmark.nc") as ds:
+        tune = ds.sel(scenario="tune-6")
+        assert tune["w_true"].dims[-2:] == ("seed", "param")
+        assert tune["probe_equal_fraction"].notnull().all()
+        assert ds["probe_equal_fraction"].sel(scenario="mixed").isnull().all()
+    cend = pd.read_csv(results / "tables" / "cend.csv")
+    assert set(cend["arm"]) == {"classic", "realized", "min-c2"} and len(cend) == 9
+    assert (results / "figures" / "cend.png").stat().st_size > 5000
+    assert (results / "fishtest" / "cend_study.nc").is_file()
 
     # the report is one self-contained HTML file with every figure and table
     report = results / "report.html"
@@ -233,6 +247,24 @@ def test_tiny_benchmark_end_to_end(env, tmp_path):
     # validation runs the configured arms with their hyperparameters: it reruns too
     assert counts["validate_optimizers"] == 1
     assert "schedule" not in counts and "async_figures" not in counts
+
+
+@pytest.mark.slow
+def test_the_fishtest_tune_example_runs_through_the_workflow(env, tmp_path):
+    """config/fishtest-tune.yaml (a 20-line block, games 60,000, STC, stochastic
+    rounding) runs end to end; a few seeds keep it short."""
+    base = ["--directory", str(tmp_path), "--snakefile", str(REPO / "Snakefile")]
+    config = REPO / "config" / "fishtest-tune.yaml"
+    seeds = "seeds={first: 0, count: 3, per_job: 3}"
+    snakemake(env, *base, "--replace-workflow-config", "--configfile", str(config),
+              "--config", seeds, "--cores", "2", "--quiet", timeout=600)  # fmt: skip
+    with open_labelled(tmp_path / "results" / "benchmark.nc") as ds:
+        assert ds.sizes["param"] == 20 and int(ds["pairs"].values[-1]) == 30_000
+        assert ds["probe_equal_fraction"].notnull().all()  # ContHistWeight's c_end is 0.2
+        assert float(ds["probe_equal_fraction"].max()) > 0
+        assert float(ds["autoselect_games"].sel(optimizer="spsa-autoselect")) >= 1000
+    table = pd.read_csv(tmp_path / "results" / "tables" / "convergence.csv")
+    assert set(table["optimizer"]) == {"spsa", "spsa-realized", "spsa-min-c2", "spsa-autoselect"}
 
 
 @pytest.mark.slow
