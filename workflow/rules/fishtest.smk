@@ -6,7 +6,12 @@
 rule cend_study:
     output:
         nc="results/fishtest/cend_study.nc",
-        csv="results/tables/cend.csv",
+        csv=report(
+            "results/tables/cend.csv",
+            caption="../report/cend_table.rst",
+            category="Tables",
+            labels={"table": "c_end study"},
+        ),
         md="results/tables/cend.md",
         png=report(
             "results/figures/cend.png",
