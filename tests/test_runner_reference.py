@@ -152,6 +152,10 @@ def assert_runner_matches_reference(schedule, result, log, refs, counter):
         assert reports["iter_local"][:n, row].tolist() == [j.iter_local for j in arriving]
         np.testing.assert_array_equal(reports["flip"][:n, row], [j.flip for j in arriving])
         np.testing.assert_array_equal(reports["c"][:n, row], [j.c for j in arriving])
+        # what the asynchrony-aware options read: staleness at arrival, in flight at dispatch
+        assert reports["staleness"][:n, row].tolist() == [e.staleness for e in ref.events]
+        in_flight = [j.offset - j.arrived_before for j in arriving]
+        assert reports["in_flight"][:n, row].tolist() == in_flight
         np.testing.assert_allclose(
             reports["signal"][:n, row], [j.signal for j in arriving], rtol=1e-12, atol=0
         )

@@ -131,7 +131,8 @@ class _Seeds:
     PER_SEED = (
         "origin", "uniforms", "iter_local", "job_pairs", "job_offset", "job_worker",
         "job_slot", "job_exists", "arrival_active", "arrival_worker", "arrival_pairs",
-        "arrival_iter", "n_jobs", "slot_c", "slot_flip", "slot_result", "slot_realized",
+        "arrival_iter", "arrival_staleness", "arrival_in_flight", "n_jobs", "slot_c",
+        "slot_flip", "slot_result", "slot_realized",
     )  # fmt: skip
 
     def __init__(self, flips_by_job: np.ndarray, **arrays):
@@ -171,6 +172,10 @@ class _Seeds:
             arrival_worker=schedule.by_arrival(schedule.job_worker),
             arrival_pairs=schedule.by_arrival(schedule.job_pairs).astype(np.float64),
             arrival_iter=schedule.by_arrival(iter_local),
+            arrival_staleness=schedule.by_arrival(schedule.staleness_pairs()).astype(np.float64),
+            arrival_in_flight=schedule.by_arrival(
+                schedule.job_offset - schedule.job_arrived_before
+            ).astype(np.float64),
             n_jobs=schedule.n_jobs,
             slot_c=np.zeros((n_seeds, n_workers + 1, n_params)),
             slot_flip=np.zeros((n_seeds, n_workers + 1, n_params)),
@@ -407,6 +412,8 @@ class _Replay:
             c=c,
             iter_local=seeds.arrival_iter[:, event].copy(),
             realized=realized,
+            staleness=seeds.arrival_staleness[:, event].copy(),
+            in_flight=seeds.arrival_in_flight[:, event].copy(),
         )
         state = self.optimizer.update(self.state, report)
         if not seeds.event_all_active[event]:

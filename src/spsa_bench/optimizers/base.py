@@ -40,6 +40,10 @@ class Report(NamedTuple):
                                ``(v_plus - v_minus) / 2`` of the played integers where
                                the worker rounded a parameter, exactly ``c * flip``
                                elsewhere (``None``: nothing was rounded)
+    staleness   (seed,)        pairs that arrived between the job's dispatch and its
+                               arrival (0 in the synchronous mode; ``None``: unknown)
+    in_flight   (seed,)        pairs of other jobs in flight at the job's dispatch
+                               (dispatched, not yet arrived; ``None``: unknown)
     """
 
     n_pairs: np.ndarray
@@ -48,6 +52,8 @@ class Report(NamedTuple):
     c: np.ndarray
     iter_local: np.ndarray
     realized: np.ndarray | None = None
+    staleness: np.ndarray | None = None
+    in_flight: np.ndarray | None = None
 
 
 State = Any  # a NamedTuple of numpy arrays with leading axis = seed

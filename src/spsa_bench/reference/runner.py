@@ -81,14 +81,17 @@ class ReferenceJob:
     signal: float
     outcome_counts: tuple[int, ...] = (0, 0, 0, 0, 0)  # LL, DL, DD, WD, WW
 
-    def report(self) -> Report:
-        """The job's report, as one seed's arrays."""
+    def report(self, staleness: int | None = None) -> Report:
+        """The job's report, as one seed's arrays (``staleness``: pairs arrived since
+        its dispatch, known at its arrival)."""
         return Report(
             n_pairs=np.array([self.pairs], dtype=np.int64),
             signal=np.array([self.signal]),
             flip=self.flip[None, :].copy(),
             c=self.c[None, :].copy(),
             iter_local=np.array([self.iter_local], dtype=np.int64),
+            staleness=None if staleness is None else np.array([float(staleness)]),
+            in_flight=np.array([float(self.offset - self.arrived_before)]),
         )
 
 
@@ -358,7 +361,7 @@ def run_runner_reference(
     def arrive(job: int, w: int, staleness: int) -> None:
         nonlocal state
         played = run.jobs[job]
-        state = optimizer.update(state, played.report())  # on the current state
+        state = optimizer.update(state, played.report(staleness))  # on the current state
         run.events.append(
             ReferenceEvent(
                 order=len(run.events),
