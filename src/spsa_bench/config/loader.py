@@ -20,6 +20,7 @@ resolved ``truth`` is its complete prior (:class:`~spsa_bench.model.instances.Tr
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import math
 import re
@@ -58,9 +59,10 @@ class ConfigError(ValueError):
 class BatchMode:
     name: str
     workers: int
-    batch: str
+    batch: str  # "fixed", "variable" or "fishtest" (a variable batch by Fishtest's rule)
     batch_size: int | None
     settings: AsyncSettings | None  # None for the synchronous mode
+    sweep: str | None = None  # the configured mode a `workers` list expanded into this one
 
     @property
     def is_sync(self) -> bool:
@@ -323,9 +325,60 @@ def _check_counts(data: dict, num_pairs: int) -> None:
         )
 
 
-def _resolve_batch_mode(name: str, raw: dict, num_pairs: int) -> tuple[BatchMode, dict]:
-    where = f"batch_modes.{name}"
+def _expand_worker_lists(modes: dict) -> tuple[dict, dict[str, str]]:
+    """Batch modes with ``workers`` given as a list become one mode per value, named
+    ``<mode>-w<workers>``; returns the modes and ``{expanded name: configured name}``."""
+    out, sweep = {}, {}
+    for name, mode in modes.items():
+        counts = mode["workers"]
+        if not isinstance(counts, list):
+            out[name] = mode
+            continue
+        for workers in counts:
+            expanded = f"{name}-w{workers}"
+            if expanded in modes or expanded in out:
+                raise ConfigError(
+                    f"batch_modes.{name}.workers: the expanded mode {expanded!r} is also "
+                    "configured; rename one of them"
+                )
+            out[expanded] = {**copy.deepcopy(mode), "workers": workers}
+            sweep[expanded] = name
+    return out, sweep
+
+
+def _fishtest_mode(where: str, raw: dict, default_tc: str) -> tuple[dict, dict]:
+    """A ``batch: fishtest`` mode as the variable batch it is: ``tc_ratio`` from the
+    worker's rule at the mode's ``tc`` (default: the top-level noise preset, else STC),
+    game durations assumed for that time control unless given
+    (:mod:`spsa_bench.model.time_control`)."""
+    from spsa_bench.model.time_control import batch_multiplier, game_duration
+
+    for key in ("tc_ratio", "batch_size"):
+        if key in raw:
+            raise ConfigError(
+                f"{where}.{key}: not used by batch: fishtest (the batch follows Fishtest's "
+                "rule from tc and each worker's concurrency)"
+            )
     resolved = copy.deepcopy(raw)
+    resolved.setdefault("tc", default_tc)
+    resolved.setdefault("game_duration", game_duration(resolved["tc"]))
+    return resolved, {
+        **resolved,
+        "batch": "variable",
+        "tc_ratio": float(batch_multiplier(resolved["tc"])),
+    }
+
+
+def _resolve_batch_mode(
+    name: str, raw: dict, num_pairs: int, default_tc: str = "STC"
+) -> tuple[BatchMode, dict]:
+    where = f"batch_modes.{name}"
+    if raw["batch"] == "fishtest":
+        resolved, raw = _fishtest_mode(where, raw, default_tc)
+    else:
+        if "tc" in raw:
+            raise ConfigError(f"{where}.tc: only batch: fishtest takes a time control")
+        resolved = copy.deepcopy(raw)
     if raw["batch"] == "fixed":
         if "batch_size" not in raw:
             raise ConfigError(f"{where}.batch_size: required when batch is 'fixed'")
@@ -344,14 +397,16 @@ def _resolve_batch_mode(name: str, raw: dict, num_pairs: int) -> tuple[BatchMode
     # configuration keys, so only the batch mode's path is added here.
     from spsa_bench.dispatch.asynchronous import AsyncSettings
 
+    fishtest = resolved["batch"] == "fishtest"
     for key, value in AsyncSettings.config_defaults().items():
-        resolved.setdefault(key, value)
+        if not (fishtest and key == "tc_ratio"):  # derived from tc
+            resolved.setdefault(key, value)
     try:
-        settings = AsyncSettings.from_config(resolved)
+        settings = AsyncSettings.from_config({**resolved, **raw} if fishtest else resolved)
     except ValueError as error:
         raise ConfigError(f"{where}.{error}") from None
     mode = BatchMode(
-        name, settings.num_workers, settings.batch, resolved.get("batch_size"), settings
+        name, settings.num_workers, resolved["batch"], resolved.get("batch_size"), settings
     )
     return mode, resolved
 
@@ -495,10 +550,12 @@ def resolve(raw: dict, base_dir: str | Path | None = None) -> Config:
     _check_counts(data, num_pairs)
 
     batch_modes = {}
+    data["batch_modes"], sweeps = _expand_worker_lists(data["batch_modes"])
+    preset = data["noise"] if isinstance(data["noise"], str) else "vendored"
+    default_tc = preset if preset in ("STC", "LTC", "VLTC") else "STC"
     for name, mode_raw in data["batch_modes"].items():
-        batch_modes[name], data["batch_modes"][name] = _resolve_batch_mode(
-            name, mode_raw, num_pairs
-        )
+        mode, data["batch_modes"][name] = _resolve_batch_mode(name, mode_raw, num_pairs, default_tc)
+        batch_modes[name] = dataclasses.replace(mode, sweep=sweeps.get(name))
     _check_noise("noise", data["noise"])
     for name, scenario in data["scenarios"].items():
         if scenario_kind(scenario) == "groups":

@@ -57,13 +57,31 @@ BATCH_MODE = _object(
     "One way of dispatching jobs. workers: 1 with batch: fixed is the synchronous runner "
     "(durations are not simulated); anything else runs the asynchronous event queue.",
     {
-        "workers": _int(
-            "number of workers, each holding one job in flight", minimum=1, maximum=100000
-        ),
+        "workers": {
+            "description": "number of workers, each holding one job in flight; a list gives "
+            "one batch mode per value, named <mode>-w<workers> (a workers sweep)",
+            "oneOf": [
+                _int("number of workers", minimum=1, maximum=100000),
+                {
+                    "type": "array",
+                    "items": _int("number of workers", minimum=1, maximum=100000),
+                    "minItems": 1,
+                    "uniqueItems": True,
+                },
+            ],
+        },
         "batch": {
             "type": "string",
-            "enum": ["fixed", "variable"],
-            "description": "fixed: every job has batch_size pairs; variable: games = concurrency * 4 * round(tc_ratio)",
+            "enum": ["fixed", "variable", "fishtest"],
+            "description": "fixed: every job has batch_size pairs; variable: games = concurrency "
+            "* 4 * round(tc_ratio); fishtest: Fishtest's worker rule, games = concurrency * 4 * "
+            "max(1, round(tc_limit(LTC) / (2 tc_limit(tc)))), 12 x concurrency at STC, 4 x at LTC",
+        },
+        "tc": {
+            "type": "string",
+            "enum": ["STC", "LTC", "VLTC"],
+            "description": "batch: fishtest only: the time control setting the batch size and the "
+            "assumed game durations (default: the top-level noise preset, else STC)",
         },
         "batch_size": _int(
             "pairs per job in the fixed mode (the last job is cut to the budget)",

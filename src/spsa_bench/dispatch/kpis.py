@@ -49,6 +49,15 @@ KPI_ATTRS: dict[str, dict[str, str]] = {
     "staleness_p90": {"units": "pairs", "long_name": "90th percentile over jobs of the staleness"},
     "staleness_p99": {"units": "pairs", "long_name": "99th percentile over jobs of the staleness"},
     "staleness_max": {"units": "pairs", "long_name": "largest staleness of any job"},
+    "in_flight_mean_fraction": {
+        "units": "1",
+        "long_name": "mean over jobs of the pairs of other jobs in flight at the job's "
+        "dispatch, as a share of the budget",
+    },
+    "in_flight_max_fraction": {
+        "units": "1",
+        "long_name": "largest share of the budget in flight (other jobs) at any job's dispatch",
+    },
     "lag_p50": {
         "units": "pairs",
         "long_name": "median over jobs of the out-of-order lag job_offset - pairs arrived "
@@ -161,6 +170,16 @@ def schedule_kpis(schedule: Schedule) -> dict[str, tuple[tuple[str, ...], np.nda
     ):
         out[f"staleness_{name}"] = (("seed",), value)
     out["staleness_max"] = (("seed",), np.where(mask, stale, -np.inf).max(axis=1))
+
+    # pairs of other jobs in flight when a job is dispatched, as a share of the budget
+    in_flight = (schedule.job_offset - schedule.job_arrived_before).astype(np.float64)
+    budget = float(schedule.num_pairs)
+    mean_in_flight = np.where(mask, in_flight, 0.0).sum(axis=1) / n_jobs_f
+    out["in_flight_mean_fraction"] = (("seed",), mean_in_flight / budget)
+    out["in_flight_max_fraction"] = (
+        ("seed",),
+        np.where(mask, in_flight, 0.0).max(axis=1) / budget,
+    )
 
     lag = (schedule.job_offset - schedule.arrived_before_arrival()).astype(np.float64)
     lag_norm = lag / np.maximum(pairs, 1)
