@@ -118,9 +118,14 @@ def replay_arm(
 ) -> RunResult:
     """Build ``arm`` from the developer view only (never from the bowl) and replay it;
     the result carries the scalars the arm derived (``arm_info``, e.g. Autoselect's
-    games count). ``rounding`` is the worker's (:func:`scenario_rounding`)."""
+    games count). ``rounding`` is the worker's (:func:`scenario_rounding`). The
+    handout iteration counts with the configuration's ``iteration_counter`` unless
+    the arm overrides it (an SPSA arm's ``iteration_counter`` other than ``run``)."""
     built = optimizers.build(arm.kind, problem.view, arm.hyper, name=arm.name)
     check_gains(built, arm.name)
+    counter = getattr(arm.hyper, "iteration_counter", "run")
+    if counter == "run":
+        counter = config.iteration_counter
     result = replay(
         built,
         schedule,
@@ -128,7 +133,7 @@ def replay_arm(
         problem.view,
         entropy=config.entropy,
         signal=config.signal,
-        iteration_counter=config.iteration_counter,
+        iteration_counter=counter,
         checkpoints=config.checkpoints,
         progress=progress,
         noise=noise,

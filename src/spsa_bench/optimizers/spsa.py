@@ -29,6 +29,25 @@ update is bit for bit the one above; docs/optimizers.md):
   computes ``R_k = a_k / c_k**2`` from the ``c_k`` it sends
   (``spsa_workflow.build_spsa_worker_step``): the step is
   ``R_k * c_eff * S * flip = (a_k / c_eff) * S * flip``.
+
+Asynchrony options (fishtest #535; each off by default, and then bit for bit the
+update above; also off in effect with one worker or a synchronous batch, where
+every report has staleness 0 and the counters agree, except ``batch_step = mean``):
+
+- ``iteration_counter``: the counter of the handout iteration ``k0``; ``run`` takes
+  the configuration's run-wide counter, ``arrival`` (Fishtest) or ``dispatch`` (the
+  pairs in flight counted in, the original lab's convention) overrides it for this
+  arm. The replay reads it (``engine.simulate.replay_arm``); the update does not.
+- ``delay_adaptive = tau > 0``: the step (not cwd's decay) is multiplied by
+  ``tau / (tau + staleness)``, staleness the pairs that arrived between the job's
+  dispatch and its arrival (``Report.staleness``; a report without it counts as
+  fresh): a step size decreasing in the job's own delay, the idea of the
+  delay-adaptive step sizes of asynchronous SGD (Mishchenko, Bach, Even & Woodworth
+  2022, arXiv:2206.07638; Sra, Yu, Li & Smola 2015, AdaDelay, arXiv:1508.05003);
+  the form ``tau / (tau + d)`` is this benchmark's choice, not theirs.
+- ``batch_step = mean``: the job's result enters as the mean ``S / N`` in place of
+  the total ``S`` ("treat a batch as a single iteration and divide the result by
+  games/2", fishtest #535); the gain schedule still advances per pair.
 """
 
 from __future__ import annotations
@@ -45,6 +64,9 @@ from spsa_bench.optimizers.gains import GainSchedule
 #: ``A``'s default; a different ``A`` given together with ``A_ratio`` is refused.
 DEFAULT_A = 5000.0
 DELTAS = ("flip", "realized")
+#: ``run``: the configuration's run-wide ``iteration_counter``; the others override it
+ITERATION_COUNTERS = ("run", "arrival", "dispatch")
+BATCH_STEPS = ("sum", "mean")
 
 
 def c_scale_field():
@@ -84,6 +106,40 @@ def min_c_field():
     )
 
 
+def iteration_counter_field():
+    return hyperparameter(
+        "run",
+        "counter of the handout iteration k0 = K + 1 of this arm: run = the "
+        "configuration's iteration_counter; arrival = pairs arrived before the job's "
+        "dispatch (Fishtest, fishtest #82); dispatch = pairs dispatched before it, the "
+        "pairs in flight counted in (the original lab's convention, fishtest #535)",
+        kind="string",
+        enum=ITERATION_COUNTERS,
+    )
+
+
+def delay_adaptive_field():
+    return hyperparameter(
+        0.0,
+        "delay-adaptive step: tau > 0 scales the job's step by tau / (tau + staleness), "
+        "staleness the pairs arrived between its dispatch and its arrival (step sizes "
+        "decreasing in the delay, the delay-adaptive step sizes of asynchronous SGD: "
+        "Mishchenko et al. 2022, AdaDelay 2015); a fresh job's step is unchanged; 0 = off",
+        minimum=0.0,
+    )
+
+
+def batch_step_field():
+    return hyperparameter(
+        "sum",
+        "how a job's result enters the step: sum = its total W - L times one "
+        "iteration's gain (Fishtest); mean = (W - L) / pairs, the batch as one "
+        "averaged gradient (fishtest #535; the gain schedule still advances per pair)",
+        kind="string",
+        enum=BATCH_STEPS,
+    )
+
+
 @dataclass(frozen=True)
 class SpsaHyper:
     A: float = hyperparameter(
@@ -113,6 +169,9 @@ class SpsaHyper:
     r_scale: float = r_scale_field("r_end (the scenario's per-parameter r_end, else the arm's)")
     delta: str = delta_field()
     min_c: float = min_c_field()
+    iteration_counter: str = iteration_counter_field()
+    delay_adaptive: float = delay_adaptive_field()
+    batch_step: str = batch_step_field()
 
     def __post_init__(self) -> None:
         check_choices(self)
@@ -155,14 +214,25 @@ def _schedule(view: DeveloperView, hyper: SpsaHyper) -> GainSchedule:
 
 class _Probe:
     """The probe ``c_k`` (raised to ``min_c`` on integer parameters) and the step
-    corrections of the Fishtest options (``min_c``, ``delta``)."""
+    corrections of the Fishtest options (``min_c``, ``delta``) and of the asynchrony
+    options (``delay_adaptive``, ``batch_step``)."""
 
-    def __init__(self, view: DeveloperView, schedule: GainSchedule, min_c: float, delta: str):
+    def __init__(
+        self,
+        view: DeveloperView,
+        schedule: GainSchedule,
+        min_c: float,
+        delta: str,
+        delay_adaptive: float = 0.0,
+        batch_step: str = "sum",
+    ):
         self.schedule = schedule
         self.raised = bool(min_c > 0.0 and view.has_integers)
         self.floor = np.where(view.integer, float(min_c), 0.0)  # (param,)
         self.floor.setflags(write=False)
         self.realized = delta == "realized"
+        self.tau = float(delay_adaptive)
+        self.mean = batch_step == "mean"
 
     def c_k(self, k: np.ndarray) -> np.ndarray:
         c = self.schedule.c_k(k)
@@ -180,6 +250,17 @@ class _Probe:
         if not self.realized or report.realized is None:
             return step
         return step * (report.realized / (report.c * report.flip))
+
+    def asynchrony(self, step: np.ndarray, report: Report) -> np.ndarray:
+        """The step divided by the job's pairs (``batch_step = mean``) and scaled by
+        ``tau / (tau + staleness)`` (``delay_adaptive = tau > 0``); each only when on
+        (a report without staleness counts as fresh)."""
+        if self.mean:
+            step = step / report.n_pairs.astype(np.float64)[:, None]
+        if self.tau > 0.0 and report.staleness is not None:
+            stale = np.asarray(report.staleness, dtype=np.float64)
+            step = step * (self.tau / (self.tau + stale))[:, None]
+        return step
 
 
 def _common(view: DeveloperView, probe: _Probe):
@@ -204,7 +285,16 @@ def _classic_step(schedule: GainSchedule, report: Report) -> np.ndarray:
 
 
 def _probe_of(view: DeveloperView, hyper, schedule: GainSchedule) -> _Probe:
-    return _Probe(view, schedule, hyper.min_c, hyper.delta)
+    """The probe of ``hyper``'s options (the asynchrony options off where ``hyper``
+    has none, as spsa-autoselect)."""
+    return _Probe(
+        view,
+        schedule,
+        hyper.min_c,
+        hyper.delta,
+        getattr(hyper, "delay_adaptive", 0.0),
+        getattr(hyper, "batch_step", "sum"),
+    )
 
 
 def build_spsa(view: DeveloperView, hyper: SpsaHyper) -> Optimizer:
@@ -212,13 +302,15 @@ def build_spsa(view: DeveloperView, hyper: SpsaHyper) -> Optimizer:
 
 
 def spsa_from_schedule(view: DeveloperView, hyper, schedule: GainSchedule, name: str) -> Optimizer:
-    """Classic SPSA on ``schedule``, with the ``min_c`` and ``delta`` options of ``hyper``."""
+    """Classic SPSA on ``schedule``, with the ``min_c`` and ``delta`` options of ``hyper``
+    and its asynchrony options, if it has them."""
     probe = _probe_of(view, hyper, schedule)
     init, perturbation, export = _common(view, probe)
 
     def update(state: SpsaState, report: Report) -> SpsaState:
         step = probe.raise_step(_classic_step(schedule, report), report.iter_local)
         step = probe.realize(step, report)
+        step = probe.asynchrony(step, report)
         return SpsaState(theta=view.clip(state.theta + step))
 
     return Optimizer(name, init, perturbation, update, export)
@@ -279,6 +371,7 @@ def build_spsa_block(view: DeveloperView, hyper: SpsaHyper) -> Optimizer:
             mean_gain = (gain_scale * unraised + floor_scale * raised) / n[:, None]
             step = mean_gain * report.signal[:, None] * report.flip
         step = probe.realize(step, report)
+        step = probe.asynchrony(step, report)
         return SpsaState(theta=view.clip(state.theta + step))
 
     return Optimizer("spsa-block", init, perturbation, update, export)
@@ -294,6 +387,7 @@ def build_spsa_cwd(view: DeveloperView, hyper: SpsaCwdHyper) -> Optimizer:
     def update(state: SpsaState, report: Report) -> SpsaState:
         step = probe.raise_step(_classic_step(schedule, report), report.iter_local)
         step = probe.realize(step, report)
+        step = probe.asynchrony(step, report)
         delta = state.theta - view.theta_start
         mask = step * delta <= 0.0
         decay = hyper.lambda_cwd * schedule.r_k(report.iter_local) * np.where(mask, delta, 0.0)

@@ -26,6 +26,8 @@ counter, ``k`` the SPSA micro-iteration starting at the report's
 ``iter_local`` and incremented per pair)::
 
     spsa, spsa-block  theta += (a_k / c_k) * s * flip
+                      (batch_step mean: theta += (a_k / c_k) * (s / N) * flip, N the
+                      report's pairs)
     spsa-cwd          step = (a_k / c_k) * s * flip; delta = theta - theta_start
                       theta += step - lambda * r_k * delta * (step * delta <= 0)
     sf-sgd(-block)    l = lr * min(1, t / warmup); z += c * l * s * flip;
@@ -41,6 +43,10 @@ counter, ``k`` the SPSA micro-iteration starting at the report's
 with the SPSA schedule of spec 001 ch. 3: ``c = c_end * num_iter**gamma``,
 ``a = r_end * c_end**2 * (A + num_iter)**alpha``, ``c_k = c / k**gamma``,
 ``a_k = a / (A + k)**alpha``, ``r_k = a_k / c_k**2``.
+
+The micro path is synchronous (no report is stale), so the SPSA asynchrony options
+``delay_adaptive`` (a factor of exactly 1 at staleness 0) and ``iteration_counter``
+(the report's ``iter_local`` is given) do not enter it; ``batch_step = mean`` does.
 """
 
 from __future__ import annotations
@@ -86,15 +92,18 @@ def spsa_micro(
     c_base = c_end * num_iter**hyper.gamma
     a_base = r_end * c_end**2 * (A + num_iter) ** hyper.alpha
     lam = float(getattr(hyper, "lambda_cwd", 0.0)) if cwd else 0.0
+    mean = getattr(hyper, "batch_step", "sum") == "mean"
     start = np.array(view.theta_start, dtype=np.float64)
     theta = view.clip(start.copy())
     out = [theta.copy()]
     for report in reports:
         k = int(report.iter_local)
+        pairs = len(report.pair_signals)
         for s in report.pair_signals:
             a_k = a_base / (A + k) ** hyper.alpha
             c_k = c_base / k**hyper.gamma
-            step = (a_k / c_k) * float(s) * report.flip
+            signal = float(s) / pairs if mean else float(s)
+            step = (a_k / c_k) * signal * report.flip
             if cwd:
                 r_k = a_k / c_k**2
                 delta = theta - start
