@@ -17,6 +17,7 @@ ALLOWED_INTERNAL = {
     "spsa_bench.model.developer",
     "spsa_bench.optimizers",
     "spsa_bench.model.tiles",
+    "spsa_bench.model.time_control",
     "spsa_bench.reference.micro",
 }
 

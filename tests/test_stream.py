@@ -28,6 +28,7 @@ def run_files(tmp_path_factory):
     async-fixed, seeds in two chunks; the sf-sgd arm has no async-fixed cell (NaN)."""
     raw = small_config_dict(num_pairs=400)
     raw["optimizers"] = {"spsa": {}, "sf-sgd": {}}
+    del raw["workers_study"]  # its arms are not among these
     config = resolve(raw)
     out = tmp_path_factory.mktemp("stream")
     paths = []
@@ -145,7 +146,7 @@ def test_scenarios_of_different_sizes_combine_padded_along_param(tmp_path):
     values sit in its first parameters, streamed or in memory alike."""
     raw = small_config_dict(num_pairs=300)
     raw["optimizers"] = {"spsa": {}}
-    del raw["cend_study"]
+    del raw["cend_study"], raw["workers_study"]
     config = resolve(raw)
     paths = []
     for scenario in ("mixed", "tune-16-stc", "tune-64-ltc"):

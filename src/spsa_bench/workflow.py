@@ -119,6 +119,35 @@ def cend_study_settings(config: Config) -> dict | None:
     return settings
 
 
+def workers_study_settings(config: Config) -> dict | None:
+    """What the workers study depends on (:mod:`spsa_bench.engine.workers_study`): the run
+    keys, seeds, its scenarios, reference mode and configured arms, and the study itself;
+    ``None`` when the configuration has no ``workers_study``."""
+    study = config.resolved.get("workers_study")
+    if study is None:
+        return None
+    schema = build_schema()["properties"]
+    resolved = config.resolved
+    settings = {key: _canonical(resolved[key], schema[key]) for key in RUN_KEYS}
+    settings["noise"] = copy.deepcopy(resolved["noise"])
+    settings["seeds"] = {"first": config.seeds_first, "count": config.seeds_count}
+    reference = study["reference"]
+    settings["batch_modes"] = {reference: copy.deepcopy(resolved["batch_modes"][reference])}
+    settings["scenarios"] = {
+        name: {k: v for k, v in resolved["scenarios"][name].items() if k != "description"}
+        for name in study["scenarios"]
+    }
+    arms = study["arms"] if isinstance(study["arms"], dict) else dict.fromkeys(study["arms"])
+    configured = [name for name, arm in arms.items() if arm is None]
+    settings["optimizers"] = {name: arm_settings(config, name) for name in configured}
+    if not configured:  # a configuration needs one arm: any of the grid's, unused
+        first = next(iter(resolved["optimizers"]))
+        settings["optimizers"] = {first: arm_settings(config, first)}
+    settings["baseline"] = next(iter(settings["optimizers"]))
+    settings["workers_study"] = copy.deepcopy(study)
+    return settings
+
+
 def schedule_settings(config: Config, batch_mode: str) -> dict:
     """What an (optimizer- and scenario-independent) job schedule depends on."""
     schema = build_schema()["properties"]

@@ -77,6 +77,7 @@ ASYNC_MODES = grid.async_modes(BENCH)
 CHUNKS = grid.config_chunks(BENCH)
 KINDS = grid.kinds(BENCH)
 CEND_STUDY = grid.cend_study_settings(BENCH)
+WORKERS_STUDY = grid.workers_study_settings(BENCH)
 # The arms validation runs: those whose kind has a micro reference.
 VALIDATED = [
     name
@@ -285,6 +286,15 @@ def get_final_outputs():
     ]
     outputs += get_validation_files()
     outputs += ["results/figures/noise_models.png", "results/figures/noise_models.svg"]
+    if WORKERS_STUDY is not None:
+        outputs += [
+            "results/fishtest/workers_study.nc",
+            "results/tables/workers.csv",
+            "results/tables/workers.md",
+            "results/tables/workers_safe.csv",
+            "results/figures/workers.png",
+            "results/figures/workers.svg",
+        ]
     if CEND_STUDY is not None:
         outputs += [
             "results/fishtest/cend_study.nc",
@@ -294,6 +304,26 @@ def get_final_outputs():
             "results/figures/cend.svg",
         ]
     return outputs
+
+
+def get_workers_study_settings():
+    """The workers study's settings as canonical JSON (its params rerun trigger)."""
+    return grid.to_json(WORKERS_STUDY)
+
+
+def workers_study_mem_mb(wildcards):
+    """One simulation of the study's seeds at a time at its largest pool (slots of
+    seeds x workers x parameters), plus its results."""
+    study = WORKERS_STUDY["workers_study"]
+    slots = BENCH.seeds_count * max(study["workers"]) * 64 * 8 * 4 // 1_000_000
+    return JOB_OVERHEAD_MB + 300 + slots + BENCH.seeds_count * BENCH.num_pairs // 25_000
+
+
+def workers_study_runtime(wildcards):
+    """Every arm x scenario x (pool sizes + the reference), each at most 3 us per seed x pair."""
+    study = WORKERS_STUDY["workers_study"]
+    runs = len(study["arms"]) * len(study["scenarios"]) * (len(study["workers"]) + 1)
+    return 2 + runs * BENCH.seeds_count * BENCH.num_pairs // 20_000_000
 
 
 def get_cend_study_settings():

@@ -34,3 +34,42 @@ rule cend_study:
         settings=get_cend_study_settings(),
     script:
         "../scripts/cend_study.py"
+
+
+# The workers study (fishtest #535): the config's workers_study arms and scenarios
+# under one Fishtest worker pool at several sizes, paired with the synchronous mode.
+# Runs only when the configuration has a workers_study; see docs/asynchrony.md.
+
+
+rule workers_study:
+    output:
+        nc="results/fishtest/workers_study.nc",
+        csv=report(
+            "results/tables/workers.csv",
+            caption="../report/workers_table.rst",
+            category="Tables",
+            labels={"table": "workers study"},
+        ),
+        md="results/tables/workers.md",
+        png=report(
+            "results/figures/workers.png",
+            caption="../report/workers.rst",
+            category="Fishtest tunes",
+            labels={"figure": "workers study"},
+        ),
+        svg="results/figures/workers.svg",
+        safe="results/tables/workers_safe.csv",
+    log:
+        "results/logs/workers_study.log",
+    benchmark:
+        "results/benchmarks/workers_study.tsv"
+    conda:
+        ENV
+    threads: 1
+    resources:
+        mem_mb=workers_study_mem_mb,
+        runtime=workers_study_runtime,
+    params:
+        settings=get_workers_study_settings(),
+    script:
+        "../scripts/workers_study.py"

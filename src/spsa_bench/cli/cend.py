@@ -47,23 +47,29 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def write_study(ds, paths) -> list[Path]:
-    """The study's NetCDF file, CSV and Markdown table, PNG and SVG figure at ``paths``
-    (in that order), each written atomically."""
+def write_outputs(ds, paths, table, markdown: str, figure) -> list[Path]:
+    """A study's NetCDF file, CSV table, Markdown text and PNG and SVG figure at
+    ``paths`` (in that order), each written atomically."""
     import matplotlib.pyplot as plt
 
-    from spsa_bench.analysis.cend import cend_figure, cend_markdown, cend_table
     from spsa_bench.results.atomic import atomic_write, write_atomic
 
     nc, csv, md, png, svg = paths = [Path(path) for path in paths]
     for path in paths:
         path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(ds, nc)
-    table = cend_table(ds)
     atomic_write(csv, lambda tmp: table.to_csv(tmp, index=False))
-    atomic_write(md, lambda tmp: Path(tmp).write_text(cend_markdown(table, ds)))
-    figure = cend_figure(ds)
+    atomic_write(md, lambda tmp: Path(tmp).write_text(markdown))
     for path, kind in ((png, "png"), (svg, "svg")):
         atomic_write(path, lambda tmp, kind=kind: figure.savefig(tmp, format=kind, dpi=110))
     plt.close(figure)
     return paths
+
+
+def write_study(ds, paths) -> list[Path]:
+    """The c_end study's NetCDF file, CSV and Markdown table, PNG and SVG figure at
+    ``paths`` (in that order), each written atomically."""
+    from spsa_bench.analysis.cend import cend_figure, cend_markdown, cend_table
+
+    table = cend_table(ds)
+    return write_outputs(ds, paths, table, cend_markdown(table, ds), cend_figure(ds))

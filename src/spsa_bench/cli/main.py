@@ -17,10 +17,20 @@ import sys
 import warnings
 
 from spsa_bench import __version__
-from spsa_bench.cli import bench, cend, listing, noise, schedule, schema, simulate, validate
+from spsa_bench.cli import (
+    bench,
+    cend,
+    listing,
+    noise,
+    schedule,
+    schema,
+    simulate,
+    validate,
+    workers,
+)
 from spsa_bench.config.loader import ConfigError
 
-COMMANDS = (simulate, listing, schema, validate, schedule, bench, noise, cend)
+COMMANDS = (simulate, listing, schema, validate, schedule, bench, noise, cend, workers)
 
 
 class OneLineParser(argparse.ArgumentParser):

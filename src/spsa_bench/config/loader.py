@@ -369,7 +369,7 @@ def _fishtest_mode(where: str, raw: dict, default_tc: str) -> tuple[dict, dict]:
     }
 
 
-def _resolve_batch_mode(
+def resolve_batch_mode(
     name: str, raw: dict, num_pairs: int, default_tc: str = "STC"
 ) -> tuple[BatchMode, dict]:
     where = f"batch_modes.{name}"
@@ -554,7 +554,7 @@ def resolve(raw: dict, base_dir: str | Path | None = None) -> Config:
     preset = data["noise"] if isinstance(data["noise"], str) else "vendored"
     default_tc = preset if preset in ("STC", "LTC", "VLTC") else "STC"
     for name, mode_raw in data["batch_modes"].items():
-        mode, data["batch_modes"][name] = _resolve_batch_mode(name, mode_raw, num_pairs, default_tc)
+        mode, data["batch_modes"][name] = resolve_batch_mode(name, mode_raw, num_pairs, default_tc)
         batch_modes[name] = dataclasses.replace(mode, sweep=sweeps.get(name))
     _check_noise("noise", data["noise"])
     for name, scenario in data["scenarios"].items():
@@ -606,9 +606,13 @@ def resolve(raw: dict, base_dir: str | Path | None = None) -> Config:
         games=games,
     )
     if "cend_study" in data:  # its references, once the tables they name exist
-        from spsa_bench.engine.cend_study import study_settings
+        from spsa_bench.engine import cend_study
 
-        study_settings(config)
+        cend_study.study_settings(config)
+    if "workers_study" in data:
+        from spsa_bench.engine import workers_study
+
+        workers_study.study_settings(config)
     return config
 
 

@@ -371,6 +371,63 @@ CEND_STUDY = _object(
 )
 
 
+#: The workers study (spsa_bench.engine.workers_study): optional, off when absent.
+WORKERS_STUDY = _object(
+    "The workers study (fishtest #535): arms and scenarios under one asynchronous worker "
+    "pool at several sizes, paired with a synchronous mode (docs/asynchrony.md)",
+    {
+        "pool": {
+            "type": "object",
+            "description": "a batch mode without workers (default {batch: fishtest}); checked "
+            "like batch_modes entries",
+        },
+        "workers": {
+            "type": "array",
+            "items": _int("pool size", minimum=1, maximum=100000),
+            "minItems": 1,
+            "uniqueItems": True,
+            "description": "the pool sizes",
+        },
+        "reference": {
+            "type": "string",
+            "pattern": NAME_PATTERN,
+            "description": "a synchronous batch mode of this config (the paired reference)",
+        },
+        "scenarios": {
+            "type": "array",
+            "items": {"type": "string", "pattern": NAME_PATTERN},
+            "minItems": 1,
+            "uniqueItems": True,
+            "description": "scenarios of this config",
+        },
+        "arms": {
+            "description": "config arms by name, or a mapping name -> null (a config arm) or "
+            "arm settings with kind (study-only arms, checked like an arm's)",
+            "oneOf": [
+                {
+                    "type": "array",
+                    "items": {"type": "string", "pattern": NAME_PATTERN},
+                    "minItems": 1,
+                    "uniqueItems": True,
+                },
+                {
+                    "type": "object",
+                    "minProperties": 1,
+                    "propertyNames": {"type": "string", "pattern": NAME_PATTERN},
+                    "additionalProperties": {"type": ["object", "null"]},
+                },
+            ],
+        },
+        "margin": _num(
+            "Elo: a pool size is safe while the paired difference's upper 95% bound stays "
+            "at or below it",
+            exclusiveMinimum=0,
+        ),
+    },
+    required=("workers", "reference", "scenarios", "arms"),
+)
+
+
 def build_schema(rows: Mapping[str, OptimizerSpec] | None = None) -> dict:
     """The whole configuration schema as a dict, for the optimizer ``rows``
     (default: every registered kind, plugins included)."""
@@ -398,6 +455,7 @@ def build_schema(rows: Mapping[str, OptimizerSpec] | None = None) -> dict:
             ),
             **RUN_CONVENTIONS,
             "cend_study": CEND_STUDY,
+            "workers_study": WORKERS_STUDY,
             "seeds": _object(
                 "the seeds to run",
                 {

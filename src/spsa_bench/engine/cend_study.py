@@ -68,15 +68,15 @@ def study_settings(config: Config) -> CendStudy | None:
         return None
     where = STUDY_KEY
     scenario = raw["scenario"]
-    spec = _known(config.scenario, scenario, f"{where}.scenario")
+    spec = known(config.scenario, scenario, f"{where}.scenario")
     if scenario_kind(spec) != "block":
         raise ConfigError(
             f"{where}.scenario = {scenario!r}: not a parameter-block scenario "
             "(give fishtest_params, fishtest_params_file or synthetic_tune)"
         )
     block_c_end = _block_c_end(scenario_block(spec).c_end, f"{where}.scenario = {scenario!r}")
-    _known(config.batch_mode, raw["batch_mode"], f"{where}.batch_mode")
-    base = _known(config.optimizer, raw["base"], f"{where}.base")
+    known(config.batch_mode, raw["batch_mode"], f"{where}.batch_mode")
+    base = known(config.optimizer, raw["base"], f"{where}.base")
     if "c_scale" not in {field.name for field in dataclasses.fields(base.hyper)}:
         raise ConfigError(f"{where}.base = {raw['base']!r}: has no c_scale (not an SPSA arm)")
     arms = []
@@ -98,7 +98,7 @@ def study_settings(config: Config) -> CendStudy | None:
     )
 
 
-def _known(pick, name: str, where: str):
+def known(pick, name: str, where: str):
     """``pick(name)``, its error naming the study's key."""
     try:
         return pick(name)

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from spsa_bench.model.developer import DeveloperView
+from spsa_bench.model.time_control import MOVES_PER_GAME, TIME_CONTROLS
 from spsa_bench.optimizers.base import Optimizer, check_choices, hyperparameter
 from spsa_bench.optimizers.gains import GainSchedule
 from spsa_bench.optimizers.spsa import (
@@ -52,10 +53,8 @@ from spsa_bench.optimizers.spsa import (
 
 #: Elo per unit of logistic score slope, 800 / ln 10.
 ELO_SCALE = 800.0 / math.log(10.0)
-#: The new-test form's time controls (base seconds, increment) by name.
-TIME_CONTROLS = {"STC": (10.0, 0.1), "LTC": (60.0, 0.6), "VLTC": (180.0, 1.8)}
-#: Moves per game the form assumes when it turns a time control into seconds per move.
-MOVES_PER_GAME = 68.0
+# The new-test form's time controls (base seconds, increment) by name and the moves per
+# game it assumes when it turns a time control into seconds per move: model.time_control.
 #: The form's games constraint: at least 1000, a multiple of 1000.
 GAMES_STEP = 1000
 

@@ -1,0 +1,72 @@
+"""``spsa-bench workers-study``: the configuration's workers study (fishtest #535).
+
+Runs the ``workers_study`` arms and scenarios under its worker pool at every size
+and in the synchronous reference mode (:mod:`spsa_bench.engine.workers_study`) and
+writes, into ``--output-dir``: ``workers_study.nc``, ``workers.csv`` (every pool
+size), ``workers_safe.csv`` (the safe concurrency), ``workers.md`` and
+``workers.png`` / ``workers.svg``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from spsa_bench.cli.common import add_config, load, seeds
+
+OUTPUTS = (
+    "workers_study.nc", "workers.csv", "workers.md", "workers.png", "workers.svg",
+    "workers_safe.csv",
+)  # fmt: skip
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser(
+        "workers-study",
+        help="final Elo loss against the number of Fishtest workers and the safe concurrency "
+        "of each arm (the config's workers_study)",
+    )
+    add_config(p)
+    p.add_argument("--seeds", help="FIRST-LAST inclusive, e.g. 0-99 (default: the config's seeds)")
+    p.add_argument("--output-dir", required=True, help=f"directory for {', '.join(OUTPUTS)}")
+    p.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from spsa_bench.config.loader import ConfigError
+    from spsa_bench.engine.workers_study import print_progress, run_workers_study, study_settings
+
+    config = load(args)
+    study = study_settings(config)
+    if study is None:
+        raise ConfigError("workers_study: this configuration has none (see docs/asynchrony.md)")
+    ds = run_workers_study(
+        config, study, seeds(args, config), progress=None if args.quiet else print_progress
+    )
+    paths = write_study(ds, [Path(args.output_dir) / name for name in OUTPUTS])
+    if not args.quiet:
+        print(f"workers study: wrote {', '.join(str(p) for p in paths)}", file=sys.stderr)
+    return 0
+
+
+def write_study(ds, paths) -> list[Path]:
+    """The workers study's NetCDF file, CSV table, Markdown, PNG and SVG figure and the
+    safe-concurrency CSV at ``paths`` (in that order), each written atomically."""
+    from spsa_bench.analysis.workers import (
+        safe_concurrency,
+        workers_figure,
+        workers_markdown,
+        workers_table,
+    )
+    from spsa_bench.cli.cend import write_outputs
+    from spsa_bench.results.atomic import atomic_write
+
+    table = workers_table(ds)
+    safe = safe_concurrency(ds, table)
+    markdown = workers_markdown(table, safe, ds)
+    written = write_outputs(ds, paths[:5], table, markdown, workers_figure(ds))
+    safe_path = Path(paths[5])
+    atomic_write(safe_path, lambda tmp: safe.to_csv(tmp, index=False))
+    return [*written, safe_path]
