@@ -47,3 +47,13 @@ def test_tune_problem_is_a_stockfish_block_with_per_seed_bowls():
     assert view.integer.all() and bowls.num_seeds == 3
     np.testing.assert_array_equal(view.theta_max - view.theta_min, np.full(5, 200.0))
     np.testing.assert_array_equal(view.c_dev, np.full(5, 10.0))  # (max - min) / 20
+
+
+def test_pool_row_times_a_fishtest_pool():
+    config = resolve(small_config_dict(num_pairs=400))
+    out = io.StringIO()
+    row = bench.pool_row(config, scenario="mixed", repeats=1, out=out, workers=7, seeds=2,
+                         num_pairs=300)  # fmt: skip
+    assert (row["workers"], row["seeds"], row["num_pairs"]) == (7, 2, 300)
+    assert row["replay_s"] > 0 and row["schedule_s"] > 0
+    assert "Fishtest pool: spsa mixed, 7 workers" in out.getvalue()

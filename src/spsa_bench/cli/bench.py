@@ -25,6 +25,13 @@ def add_parser(sub) -> None:
         help="game-noise model to time (default: the scenario's, from the config)",
     )
     p.add_argument(
+        "--pool-workers",
+        type=bounded_int("--pool-workers", 0, 100000),
+        default=1000,
+        help="workers of the Fishtest pool row (batch: fishtest at STC, 100 seeds, 60,000 "
+        "pairs; target: replay under 10 s); 0 skips it (default: 1000)",
+    )
+    p.add_argument(
         "--tune-seeds",
         type=bounded_int("--tune-seeds", 0, MAX_SEEDS),
         default=100,
@@ -73,5 +80,6 @@ def run(args: argparse.Namespace) -> int:
         repeats=args.repeats,
         noise=noise_model(args.noise) if args.noise else None,
         tune_seeds=args.tune_seeds,
+        pool_workers=args.pool_workers,
     )
     return 0

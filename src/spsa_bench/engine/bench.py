@@ -11,6 +11,7 @@ the peak memory traced during one extra (untimed) run.
 process (interpreter start, imports, schedule, replay, compressed write) of R
 seeds, median of several, and its speed-up over the original lab's loop,
 R x ``LAB_SEED_S`` / seconds (target: at least ``WHOLE_PROCESS_TARGET``).
+:func:`pool_row` times a Fishtest worker pool of 1000 workers, and
 :func:`tune_sizes` adds rows for synthetic Stockfish tunes of 4, 64 and 512 int
 parameters, to show the cost grows no faster than parameters x pairs.
 """
@@ -78,9 +79,11 @@ def run_bench(
     out=None,
     noise: NoiseModel | None = None,
     tune_seeds: int = 0,
+    pool_workers: int = 0,
 ) -> list[dict]:
-    """The timing table (module docstring), the whole-process row and, when
-    ``tune_seeds`` > 0, the tune-size rows of :func:`tune_sizes` at that many seeds."""
+    """The timing table (module docstring), the whole-process row, the Fishtest pool
+    row of :func:`pool_row` when ``pool_workers`` > 0, and the tune-size rows of
+    :func:`tune_sizes` when ``tune_seeds`` > 0 (at that many seeds)."""
     out = out or sys.stdout
     noise = noise or make_noise(config, scenario)
     rows = []
@@ -143,6 +146,9 @@ def run_bench(
         out=out,
     )
     rows.append({"batch_mode": batch_mode, "optimizer": optimizer, "whole_process": True, **row})
+    if pool_workers:
+        pool = pool_row(config, scenario=scenario, repeats=repeats, out=out, workers=pool_workers)
+        rows.append({"pool": True, **pool})
     if tune_seeds:
         noise = noise or make_noise(config, scenario)
         sizes = tune_sizes(config, noise=noise, n_seeds=tune_seeds, repeats=repeats, out=out)
@@ -228,6 +234,51 @@ def tune_sizes(
         flush=True,
     )
     return rows
+
+
+#: The Fishtest-scale pool row (issue 20): workers, seeds and pairs, and its target.
+POOL_ROW = {"workers": 1000, "seeds": 100, "num_pairs": 60_000}
+POOL_TARGET_S = 10.0
+
+
+def pool_row(config: Config, *, scenario: str, repeats: int = 5, out=None, **row) -> dict:
+    """Schedule and replay time of classic SPSA under a Fishtest worker pool (``batch:
+    fishtest`` at STC) of ``workers`` workers, ``seeds`` seeds and ``num_pairs`` pairs
+    (:data:`POOL_ROW` by default): the medians of ``repeats``; the replay should take
+    under :data:`POOL_TARGET_S` on one core."""
+    from spsa_bench.config.loader import resolve
+
+    out = out or sys.stdout
+    row = {**POOL_ROW, **row}
+    raw = json.loads(config.to_json())
+    raw.pop("games", None)
+    raw.update(num_pairs=row["num_pairs"], seeds={"first": 0, "count": row["seeds"]})
+    raw["batch_modes"] = {"pool": {"workers": row["workers"], "batch": "fishtest", "tc": "STC"}}
+    raw.pop("cend_study", None)
+    raw.pop("workers_study", None)
+    pool_config = resolve(raw)
+    mode, seeds = pool_config.batch_mode("pool"), np.arange(row["seeds"])
+    problem = make_problem(pool_config, scenario, seeds)
+    noise, rounding = make_noise(pool_config, scenario), scenario_rounding(pool_config, scenario)
+    arm = pool_config.optimizer(pool_config.baseline)
+    timings = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        schedule = make_schedule(pool_config, mode, seeds)
+        scheduled = time.perf_counter()
+        replay_arm(pool_config, arm, problem, schedule, noise=noise, rounding=rounding)
+        timings.append((scheduled - start, time.perf_counter() - scheduled))
+    schedule_s = statistics.median(t[0] for t in timings)
+    replay_s = statistics.median(t[1] for t in timings)
+    met = "met" if replay_s < POOL_TARGET_S else "NOT met"
+    print(
+        f"Fishtest pool: {arm.name} {scenario}, {row['workers']} workers (batch: fishtest, STC), "
+        f"R = {row['seeds']}, {row['num_pairs']} pairs: schedule {schedule_s:.2f} s, replay "
+        f"{replay_s:.2f} s, median of {repeats} (replay target < {POOL_TARGET_S:.0f} s: {met})",
+        file=out,
+        flush=True,
+    )
+    return {**row, "schedule_s": schedule_s, "replay_s": replay_s}
 
 
 #: Seconds the original lab's per-seed loop takes for one seed (sync, spsa, 30,000
