@@ -5,7 +5,9 @@ importing scipy.stats costs seconds per job).
 - :func:`paired_t_pvalue` - two-sided one-sample t-test of paired differences;
 - :func:`holm` - Holm's step-down adjustment of p-values;
 - :func:`first_hit` - pairs at which a trajectory first reaches a target;
-- :func:`average_runtime` - COCO's aRT, and :func:`bootstrap_art` its interval.
+- :func:`average_runtime` - COCO's aRT, and :func:`bootstrap_art` its interval;
+- :func:`paired_t_power` and :func:`seeds_needed` - power of the paired t-test and
+  the number of seeds it needs to resolve a given mean difference.
 """
 
 from __future__ import annotations
@@ -126,3 +128,53 @@ def bootstrap_art(
     spent = np.where(success, sample, budget).sum(axis=1)
     arts = np.where(count > 0, spent / np.maximum(count, 1), np.inf)
     return np.quantile(arts, probs, method="inverted_cdf")
+
+
+def paired_t_power(n: int, delta: float, sd: float, alpha: float = 0.05) -> float:
+    """Power of the two-sided one-sample (paired) t-test at level ``alpha`` with ``n`` differences.
+
+    Exact under normal differences with mean ``delta`` and standard deviation
+    ``sd``: the statistic follows a noncentral t with ``n - 1`` degrees of
+    freedom and noncentrality ``delta * sqrt(n) / sd``.
+    """
+    if n < 2:
+        return math.nan
+    df = n - 1
+    crit = float(special.stdtrit(df, 1.0 - alpha / 2.0))
+    nc = abs(delta) * math.sqrt(n) / sd
+    return float(1.0 - special.nctdtr(df, nc, crit) + special.nctdtr(df, nc, -crit))
+
+
+def seeds_needed(differences, delta: float = 0.05, power: float = 0.8, alpha: float = 0.05) -> int:
+    """Seeds a two-sided paired t-test at level ``alpha`` needs to detect a mean difference of
+    ``delta`` (Elo) with probability ``power``, taking the SD of the per-seed ``differences``
+    as the true one.
+
+    Starts from the normal approximation ``((z_{1-alpha/2} + z_power) * sd / delta)^2``
+    and refines it with the noncentral t (:func:`paired_t_power`): the result is the
+    smallest ``n >= 2`` whose exact power reaches ``power``. A zero SD gives 2 (the
+    smallest sample a t-test can use). Non-finite differences are ignored; fewer
+    than two raise :class:`ValueError`.
+    """
+    d = _finite(differences)
+    if d.size < 2:
+        raise ValueError("seeds_needed needs at least two finite differences")
+    if not delta > 0 or not 0 < power < 1 or not 0 < alpha < 1:
+        raise ValueError("need delta > 0, 0 < power < 1 and 0 < alpha < 1")
+    sd = float(d.std(ddof=1))
+    if sd == 0.0:
+        return 2
+    z = float(special.ndtri(1.0 - alpha / 2.0) + special.ndtri(power))
+    normal = max(2, math.ceil((z * sd / delta) ** 2))
+    # Power grows with n; the t-test needs a few seeds more than the normal
+    # approximation, so bracket upwards from it, then bisect.
+    low, high = 1, normal
+    while paired_t_power(high, delta, sd, alpha) < power:
+        low, high = high, 2 * high
+    while high - low > 1:
+        mid = (low + high) // 2
+        if mid >= 2 and paired_t_power(mid, delta, sd, alpha) >= power:
+            high = mid
+        else:
+            low = mid
+    return int(high)

@@ -3,8 +3,9 @@
 :func:`convergence_table` - one row per optimizer x batch mode x scenario:
 final Elo loss (mean with t-interval, median, 10% and 90% quantiles), the
 paired difference of final Elo against the baseline arm (mean, t-interval,
-p-value, Holm-adjusted p-value across the table, significance mark) and
-COCO-style runtimes to the Elo-loss targets.
+p-value, Holm-adjusted p-value across the table, significance mark, and the
+seeds a paired t-test would need to resolve a difference of ``SEEDS_DELTA``
+Elo) and COCO-style runtimes to the Elo-loss targets.
 
 :func:`async_table` - one row per batch mode: medians over seeds of the
 per-seed schedule KPIs and summaries of the worker pool.
@@ -24,6 +25,9 @@ import xarray as xr
 from spsa_bench.analysis import stats
 
 BOOTSTRAP_SEED = 20261122
+#: Mean paired difference (Elo) and power for the ``seeds_needed`` column.
+SEEDS_DELTA = 0.05
+SEEDS_POWER = 0.8
 
 
 def target_label(fraction: float) -> str:
@@ -70,8 +74,16 @@ def convergence_table(
     alpha: float = 0.05,
     n_boot: int = 1000,
     boot_seed: int = BOOTSTRAP_SEED,
+    seeds_delta: float = SEEDS_DELTA,
+    seeds_power: float = SEEDS_POWER,
 ) -> pd.DataFrame:
-    """The convergence table (see the module docstring); rows by batch mode, scenario, optimizer."""
+    """The convergence table (see the module docstring); rows by batch mode, scenario, optimizer.
+
+    ``seeds_needed`` (NaN for the baseline and for fewer than two paired seeds):
+    :func:`stats.seeds_needed` of the cell's per-seed differences, i.e. the seeds a
+    two-sided paired t-test at level ``alpha`` needs to detect a mean difference of
+    ``seeds_delta`` Elo with power ``seeds_power`` at the observed SD.
+    """
     if baseline not in ds["optimizer"].values:
         raise ValueError(f"baseline {baseline!r} is not an optimizer of the dataset")
     final_loss = ds["elo_loss"].isel(pairs=-1)
@@ -102,6 +114,7 @@ def convergence_table(
                 diff_elo_ci_low=math.nan,
                 diff_elo_ci_high=math.nan,
                 p_value=math.nan,
+                seeds_needed=math.nan,
             )
         else:
             base = final_loss.sel({**where, "optimizer": baseline}).values
@@ -114,6 +127,11 @@ def convergence_table(
                 diff_elo_ci_low=d_low,
                 diff_elo_ci_high=d_high,
                 p_value=stats.paired_t_pvalue(diff),
+                seeds_needed=(
+                    float(stats.seeds_needed(diff, seeds_delta, seeds_power, alpha))
+                    if diff.size >= 2
+                    else math.nan
+                ),
             )
         for fraction in targets:
             label = target_label(fraction)
@@ -269,10 +287,24 @@ def _interval(frame: pd.DataFrame, low: str, high: str, digits: int = 3) -> pd.S
 
 
 def convergence_markdown(
-    table: pd.DataFrame, *, baseline: str, targets, level: float = 0.95
+    table: pd.DataFrame,
+    *,
+    baseline: str,
+    targets,
+    level: float = 0.95,
+    seeds_delta: float = SEEDS_DELTA,
+    seeds_power: float = SEEDS_POWER,
 ) -> str:
-    """The convergence table as markdown, with its caption and reading notes."""
+    """The convergence table as markdown, with its caption and reading notes.
+
+    ``seeds_delta`` and ``seeds_power`` only word the note; pass the values given
+    to :func:`convergence_table`.
+    """
     t = table.copy()
+    if "seeds_needed" in t:
+        t["seeds_txt"] = [
+            f"{int(v):,}" if np.isfinite(v) else "–" for v in t["seeds_needed"].astype(float)
+        ]
     t["final_ci"] = _interval(t, "final_loss_ci_low", "final_loss_ci_high")
     t["diff_ci"] = _interval(t, "diff_elo_ci_low", "diff_elo_ci_high")
     t["mark"] = np.where(t["significant"], "*", "")
@@ -294,6 +326,11 @@ def convergence_markdown(
         f"- `*` marks a Δ whose paired t-test stays significant at family-wise 5% after Holm's "
         f"correction across all {int(np.isfinite(t['p_value']).sum())} comparisons of the table "
         "(Holm p < 0.05); the unadjusted interval is shown.",
+        f"- *seeds for {seeds_delta:g} Elo*: the number of seeds a two-sided paired t-test at 5% "
+        f"would need to detect a mean Δ of {seeds_delta:g} Elo with {100 * seeds_power:g}% power, "
+        "taking the observed SD of the per-seed differences as the true one (normal "
+        "approximation refined with the noncentral t); more seeds than the table has means a "
+        "difference of that size may still be hidden in the noise.",
         "",
         "## Final Elo loss and paired difference",
         "",
@@ -313,6 +350,7 @@ def convergence_markdown(
                 "diff_ci": f"Δ {pct} CI",
                 "p_holm": "Holm p",
                 "mark": "",
+                **({"seeds_txt": f"seeds for {seeds_delta:g} Elo"} if "seeds_txt" in t else {}),
             },
         ),
         "",
