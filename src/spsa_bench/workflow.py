@@ -17,7 +17,7 @@ import json
 from collections.abc import Sequence
 
 from spsa_bench.config.loader import Config
-from spsa_bench.config.schema import build_schema
+from spsa_bench.config.schema import arm_properties, build_schema
 from spsa_bench.optimizers import REGISTRY
 from spsa_bench.optimizers.base import hyper_schema
 
@@ -232,6 +232,6 @@ def coerce_strings(raw: dict) -> dict:
         for name, arm in arms.items():
             kind = arm.get("kind", name) if isinstance(arm, dict) else name
             spec = REGISTRY.get(kind)
-            props = hyper_schema(spec.hyper) if spec is not None else {}
+            props = arm_properties(spec.hyper) if spec is not None else {}
             out["optimizers"][name] = _coerce(arm, {"properties": props})
     return out

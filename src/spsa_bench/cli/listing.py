@@ -23,11 +23,21 @@ def add_parser(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     config = load(args)
     print("optimizers:")
+    shown = set()
     for name, arm in config.optimizers.items():
-        values = ", ".join(
-            f"{f.name}={getattr(arm.hyper, f.name)}" for f in dataclasses.fields(arm.hyper)
-        )
-        print(f"  {name:<18} kind={arm.kind}  {values}")
+        if arm.sweep is None:
+            print(f"  {name:<18} kind={arm.kind}  {_values(arm)}")
+        elif arm.sweep not in shown:  # the sweep once, then one indented line per arm
+            shown.add(arm.sweep)
+            group = [a for a in config.optimizers.values() if a.sweep == arm.sweep]
+            keys = [key for key, _ in arm.swept]
+            print(
+                f"  {arm.sweep:<18} kind={arm.kind}  sweep of {', '.join(keys)} "
+                f"({len(group)} arms)  {_values(arm, skip=keys)}"
+            )
+            for member in group:
+                values = ", ".join(f"{key}={value}" for key, value in member.swept)
+                print(f"    {member.name:<30} {values}")
     print("batch modes:")
     for name, mode in config.batch_modes.items():
         kind = "sync" if mode.is_sync else "async"
@@ -47,6 +57,12 @@ def run(args: argparse.Namespace) -> int:
     print(f"seeds: {config.seeds_first}..{last} ({config.seeds_per_job} per job)")
     print_kinds()
     return 0
+
+
+def _values(arm, skip=()) -> str:
+    """``key=value`` of an arm's hyperparameters, those in ``skip`` left out."""
+    fields = [f.name for f in dataclasses.fields(arm.hyper) if f.name not in skip]
+    return ", ".join(f"{key}={getattr(arm.hyper, key)}" for key in fields)
 
 
 def print_kinds() -> None:
