@@ -27,11 +27,11 @@ from spsa_bench.optimizers import REGISTRY  # noqa: E402
 from spsa_bench.results.atomic import atomic_write
 
 #: Colours of the built-in optimizer kinds, in registry order (tab10, then black for
-#: the eleventh); every other arm name (plugin kinds, arms with their own names) gets the
-#: next unused colour of :func:`extra_colour`, in order of appearance.
-_KIND_COLOURS = dict(
-    zip(REGISTRY.built_ins(), [*sns.color_palette("tab10", 10), (0.0, 0.0, 0.0)], strict=False)
-)
+#: the eleventh and magenta for the twelfth, adam-coord: far from every tab10, dark and
+#: pastel colour); every other arm name (plugin kinds, arms with their own names) gets
+#: the next unused colour of :func:`extra_colour`, in order of appearance.
+_BUILT_IN_COLOURS = [*sns.color_palette("tab10", 10), (0.0, 0.0, 0.0), (0.85, 0.0, 0.85)]
+_KIND_COLOURS = dict(zip(REGISTRY.built_ins(), _BUILT_IN_COLOURS, strict=False))
 _EXTRA_COLOURS = sns.color_palette("dark", 10) + sns.color_palette("pastel", 10)
 _GOLDEN = (5**0.5 - 1) / 2
 

@@ -18,7 +18,13 @@ from collections.abc import Callable, Iterator, Mapping
 from importlib.metadata import entry_points
 
 import spsa_bench.reference.micro as micro
-from spsa_bench.optimizers.adam import AdamHyper, build_adam, build_adam_block
+from spsa_bench.optimizers.adam import (
+    AdamCoordHyper,
+    AdamHyper,
+    build_adam,
+    build_adam_block,
+    build_adam_coord,
+)
 from spsa_bench.optimizers.ademamix import AdemamixHyper, build_ademamix
 from spsa_bench.optimizers.autoselect import SpsaAutoselectHyper, build_spsa_autoselect
 from spsa_bench.optimizers.base import OptimizerSpec
@@ -79,9 +85,11 @@ _BUILT_INS = (
      "block Adam: closed-form m, v, denominator frozen at block end, bias-corrected at T+N"),
     ("ademamix", "ademamix", AdemamixHyper, build_ademamix, micro.ademamix_micro,
      "AdEMAMix: N micro-steps per report (fast + slow EMA) with the block-mean gradient"),
-    # last, so the kinds above keep their figure colours (tab10 in registry order)
+    # appended, so the kinds above keep their figure colours (tab10 in registry order)
     ("spsa-autoselect", "spsa", SpsaAutoselectHyper, build_spsa_autoselect, None,
      "SPSA with Fishtest Autoselect's constant gains: c_end = range/6, r from a precision target"),
+    ("adam-coord", "adam", AdamCoordHyper, build_adam_coord, micro.adam_coord_micro,
+     "Adam with per-coordinate v of grad_i = -(S/N) flip_i / c_i: N micro-steps per report"),
 )
 # fmt: on
 

@@ -36,6 +36,8 @@ counter, ``k`` the SPSA micro-iteration starting at the report's
                       z += c * l * g / (sqrt(v_hat) + eps); W, x as sf-sgd
     adam(-block)      g = -s * flip; m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g**2
                       theta -= lr * (m / (1 - b1**t)) / (sqrt(v / (1 - b2**t)) + eps)
+    adam-coord        g = -s * flip / c; m, v as adam but v is a vector (one entry
+                      per parameter, v_i = b2 v_i + (1 - b2) g_i**2); theta step as adam
     ademamix          m1 = b1 m1 + (1 - b1) g; m2 = b3 m2 + (1 - b3) g; v as adam
                       theta -= l * (m1 / (1 - b1**t) + alpha m2)
                                      / (sqrt(v / (1 - b2**t) + eps_root) + eps)
@@ -51,6 +53,7 @@ The micro path is synchronous (no report is stale), so the SPSA asynchrony optio
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -181,6 +184,34 @@ def adam_micro(
     return {"theta": np.array(out)}
 
 
+def adam_coord_micro(
+    view: DeveloperView, hyper, reports: Sequence[MicroReport], *, clamp_every_pair=False
+):
+    """Textbook per-pair Adam on theta with the gradient ``-s * flip / c`` and one
+    second moment per parameter (``v`` is a vector updated entry by entry)."""
+    n_params = len(view.theta_start)
+    theta = view.clip(np.array(view.theta_start, dtype=np.float64))
+    m = [0.0] * n_params
+    v = [0.0] * n_params
+    t = 0
+    out = [theta.copy()]
+    for report in reports:
+        for s in report.pair_signals:
+            t += 1
+            for i in range(n_params):
+                g = -float(s) * float(report.flip[i]) / float(report.c[i])
+                m[i] = hyper.beta1 * m[i] + (1.0 - hyper.beta1) * g
+                v[i] = hyper.beta2 * v[i] + (1.0 - hyper.beta2) * g * g
+                m_hat = m[i] / (1.0 - hyper.beta1**t)
+                v_hat = v[i] / (1.0 - hyper.beta2**t)
+                theta[i] = theta[i] - hyper.lr * m_hat / (math.sqrt(v_hat) + hyper.eps)
+            if clamp_every_pair:
+                theta = view.clip(theta)
+        theta = view.clip(theta)
+        out.append(theta.copy())
+    return {"theta": np.array(out)}
+
+
 def ademamix_micro(
     view: DeveloperView, hyper, reports: Sequence[MicroReport], *, clamp_every_pair=False
 ):
@@ -225,6 +256,7 @@ def sf_adam_micro(view: DeveloperView, hyper, reports, *, clamp_every_pair=False
 
 __all__ = [
     "MicroReport",
+    "adam_coord_micro",
     "adam_micro",
     "ademamix_micro",
     "const_mean",
