@@ -216,6 +216,8 @@ def test_tiny_benchmark_end_to_end(env, tmp_path):
         "paired_difference",
         "async_staleness",
         "async_workers",
+        "performance_profile",
+        "aggregated_ecdf",
     ):
         for ext in ("png", "svg"):
             assert (results / "figures" / f"{name}.{ext}").stat().st_size > 5000, name
@@ -230,6 +232,8 @@ def test_tiny_benchmark_end_to_end(env, tmp_path):
         assert tune["w_true"].dims[-2:] == ("seed", "param")
         assert tune["probe_equal_fraction"].notnull().all()
         assert ds["probe_equal_fraction"].sel(scenario="mixed").isnull().all()
+    ranks = pd.read_csv(results / "tables" / "ranks.csv")
+    assert set(ranks["arm"]) == set(optimizers) and set(ranks["batch_mode"]) == set(modes)
     cend = pd.read_csv(results / "tables" / "cend.csv")
     assert set(cend["arm"]) == {"classic", "realized", "min-c2"} and len(cend) == 9
     assert (results / "figures" / "cend.png").stat().st_size > 5000

@@ -260,6 +260,8 @@ FIGURES = [
     "paired_difference",
     "async_staleness",
     "async_workers",
+    "performance_profile",
+    "aggregated_ecdf",
 ]
 
 
@@ -278,6 +280,9 @@ def get_final_outputs():
         "results/tables/convergence.md",
         "results/tables/async.csv",
         "results/tables/async.md",
+        "results/tables/ranks.csv",
+        "results/tables/ranks.md",
+        "results/tables/performance_profile.csv",
     ]
     if VALIDATED:
         outputs.append("results/tables/validation_gaps.csv")

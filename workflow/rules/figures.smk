@@ -109,3 +109,51 @@ rule async_figures:
         modes=ASYNC_MODES,
     script:
         "../scripts/figures.py"
+
+
+# Comparisons over all problems (scenario x batch mode): the Dolan-More performance
+# profile, the runtime ECDF aggregated over problems (COCO) and the rank table.
+
+
+rule ranking:
+    input:
+        benchmark="results/benchmark.nc",
+    output:
+        performance_profile=report(
+            "results/figures/performance_profile.png",
+            caption="../report/performance_profile.rst",
+            category="Comparisons",
+            labels={"figure": "performance profile"},
+        ),
+        performance_profile_svg="results/figures/performance_profile.svg",
+        aggregated_ecdf=report(
+            "results/figures/aggregated_ecdf.png",
+            caption="../report/aggregated_ecdf.rst",
+            category="Comparisons",
+            labels={"figure": "aggregated runtime ECDF"},
+        ),
+        aggregated_ecdf_svg="results/figures/aggregated_ecdf.svg",
+        ranks=report(
+            "results/tables/ranks.csv",
+            caption="../report/rank_table.rst",
+            category="Tables",
+            labels={"table": "ranks"},
+        ),
+        ranks_md="results/tables/ranks.md",
+        profile_csv="results/tables/performance_profile.csv",
+    log:
+        "results/logs/ranking.log",
+    benchmark:
+        "results/benchmarks/ranking.tsv"
+    group:
+        "aggregate"
+    conda:
+        ENV
+    threads: 1
+    resources:
+        mem_mb=report_mem_mb,
+        runtime=report_runtime,
+    params:
+        targets=list(BENCH.targets),
+    script:
+        "../scripts/ranking.py"

@@ -1,0 +1,34 @@
+"""Snakemake script: performance profile, aggregated runtime ECDF and rank table."""
+# ruff: noqa: F821 - `snakemake` is defined by Snakemake's script preamble
+
+import sys
+from pathlib import Path
+
+sys.stderr = open(snakemake.log[0], "w", buffering=1)  # noqa: SIM115 - lives as long as the job
+sys.path.insert(0, str(Path(snakemake.scriptdir).resolve().parents[1] / "src"))
+
+import matplotlib  # noqa: E402
+
+matplotlib.use("Agg")  # files only, no display: before anything imports pyplot
+
+import numpy as np  # noqa: E402
+
+from spsa_bench.analysis import figures, ranking  # noqa: E402
+from spsa_bench.results.atomic import atomic_write  # noqa: E402
+from spsa_bench.results.combine import open_benchmark  # noqa: E402
+
+out = snakemake.output
+ds = open_benchmark(snakemake.input.benchmark, ["elo_loss"])
+profile = ranking.performance_profile(ds, np.logspace(0, 3, 121))
+atomic_write(out.profile_csv, lambda tmp: profile.to_csv(tmp, index=False))
+figures.save(ranking.profile_figure(profile), out.performance_profile, out.performance_profile_svg)
+ecdf = ranking.aggregated_ecdf(ds, snakemake.params.targets)
+figures.save(
+    ranking.aggregated_ecdf_figure(ecdf, snakemake.params.targets),
+    out.aggregated_ecdf,
+    out.aggregated_ecdf_svg,
+)
+ranks = ranking.rank_table(ds)
+atomic_write(out.ranks, lambda tmp: ranks.to_csv(tmp, index=False))
+atomic_write(out.ranks_md, lambda tmp: Path(tmp).write_text(ranking.rank_markdown(ranks)))
+print(f"ranking: {len(profile)} profile points, {len(ranks)} ranks", file=sys.stderr)
