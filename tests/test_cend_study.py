@@ -131,3 +131,19 @@ def test_workflow_settings_of_the_study_resolve_to_the_same_study():
     raw = raw_config()
     del raw["cend_study"]
     assert workflow.cend_study_settings(resolve(raw)) is None
+
+
+def test_cend_study_command_writes_every_output(tmp_path):
+    import yaml
+
+    from spsa_bench.cli.cend import OUTPUTS
+    from spsa_bench.cli.main import main
+
+    path = tmp_path / "study.yaml"
+    path.write_text(yaml.safe_dump(raw_config()))
+    out = tmp_path / "out"
+    assert main(["cend-study", "--config", str(path), "--seeds", "0-2", "--output-dir",
+                 str(out), "--quiet"]) == 0  # fmt: skip
+    for name in OUTPUTS:
+        assert (out / name).stat().st_size > 0, name
+    assert "fishtest #1912" in (out / "cend.md").read_text()

@@ -199,3 +199,24 @@ def test_workflow_settings_of_the_study_resolve_to_the_same_study():
     config = resolve(_study_config())
     settings = workflow.workers_study_settings(config)
     assert study_settings(resolve(copy.deepcopy(settings))) == study_settings(config)
+
+
+def test_workers_study_command_writes_every_output(tmp_path):
+    import yaml
+
+    from spsa_bench.cli.main import main
+    from spsa_bench.cli.workers import OUTPUTS
+
+    raw = _study_config()
+    raw["workers_study"]["scenarios"] = ["mixed"]
+    path = tmp_path / "study.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    out = tmp_path / "out"
+    assert main(["workers-study", "--config", str(path), "--seeds", "0-2", "--output-dir",
+                 str(out), "--quiet"]) == 0  # fmt: skip
+    for name in OUTPUTS:
+        assert (out / name).stat().st_size > 0, name
+    assert "Safe concurrency" in (out / "workers.md").read_text()
+    del raw["workers_study"]
+    path.write_text(yaml.safe_dump(raw))
+    assert main(["workers-study", "--config", str(path), "--output-dir", str(out)]) == 2

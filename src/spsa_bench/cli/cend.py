@@ -17,17 +17,25 @@ from spsa_bench.cli.common import add_config, load, seeds
 OUTPUTS = ("cend_study.nc", "cend.csv", "cend.md", "cend.png", "cend.svg")
 
 
-def add_parser(sub) -> None:
-    p = sub.add_parser(
-        "cend-study",
-        help="final Elo loss against c_end for classic SPSA, delta: realized and min_c "
-        "(the config's cend_study)",
-    )
+def add_study_parser(sub, command: str, help_text: str, outputs, run_study) -> None:
+    """A study's subcommand: ``--config``, ``--seeds``, ``--output-dir`` and ``--quiet``."""
+    p = sub.add_parser(command, help=help_text)
     add_config(p)
     p.add_argument("--seeds", help="FIRST-LAST inclusive, e.g. 0-99 (default: the config's seeds)")
-    p.add_argument("--output-dir", required=True, help=f"directory for {', '.join(OUTPUTS)}")
+    p.add_argument("--output-dir", required=True, help=f"directory for {', '.join(outputs)}")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
-    p.set_defaults(func=run)
+    p.set_defaults(func=run_study)
+
+
+def add_parser(sub) -> None:
+    add_study_parser(
+        sub,
+        "cend-study",
+        "final Elo loss against c_end for classic SPSA, delta: realized and min_c "
+        "(the config's cend_study)",
+        OUTPUTS,
+        run,
+    )
 
 
 def run(args: argparse.Namespace) -> int:

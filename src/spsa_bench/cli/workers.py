@@ -13,7 +13,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from spsa_bench.cli.common import add_config, load, seeds
+from spsa_bench.cli.common import load, seeds
 
 OUTPUTS = (
     "workers_study.nc", "workers.csv", "workers.md", "workers.png", "workers.svg",
@@ -22,16 +22,16 @@ OUTPUTS = (
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser(
+    from spsa_bench.cli.cend import add_study_parser
+
+    add_study_parser(
+        sub,
         "workers-study",
-        help="final Elo loss against the number of Fishtest workers and the safe concurrency "
-        "of each arm (the config's workers_study)",
+        "final Elo loss against the number of Fishtest workers and the safe concurrency of "
+        "each arm (the config's workers_study)",
+        OUTPUTS,
+        run,
     )
-    add_config(p)
-    p.add_argument("--seeds", help="FIRST-LAST inclusive, e.g. 0-99 (default: the config's seeds)")
-    p.add_argument("--output-dir", required=True, help=f"directory for {', '.join(OUTPUTS)}")
-    p.add_argument("--quiet", action="store_true", help="no progress on stderr")
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
