@@ -752,6 +752,10 @@ def resolve(raw: dict, base_dir: str | Path | None = None) -> Config:
         from spsa_bench.engine import workers_study
 
         workers_study.study_settings(config)
+    if "tuning" in data:
+        from spsa_bench.engine import tuning
+
+        tuning.tuning_settings(config)
     return config
 
 

@@ -498,6 +498,36 @@ WORKERS_STUDY = _object(
 )
 
 
+#: The tuning protocol (spsa_bench.engine.tuning): optional, off when absent.
+TUNING = _object(
+    "The tuning protocol (issue 16): each sweep's setting is chosen on these seeds, "
+    "disjoint from `seeds`, and reported on `seeds` (docs/benchmark.md, 'Tuning protocol')",
+    {
+        "seeds": _object(
+            "the tuning seeds (must not overlap the benchmark's seeds)",
+            {
+                "first": _int("first tuning seed", minimum=0, maximum=MAX_SEED),
+                "count": _int("number of tuning seeds", minimum=1, maximum=MAX_SEEDS),
+            },
+            required=("first", "count"),
+        ),
+        "criterion": {
+            "type": "string",
+            "enum": ["median"],
+            "description": "what the choice minimises: the median final Elo loss (default)",
+        },
+        "family": {
+            "type": "array",
+            "items": {"type": "string", "pattern": NAME_PATTERN},
+            "minItems": 1,
+            "uniqueItems": True,
+            "description": "scenarios of the robust choice (default: every scenario)",
+        },
+    },
+    required=("seeds",),
+)
+
+
 def build_schema(rows: Mapping[str, OptimizerSpec] | None = None) -> dict:
     """The whole configuration schema as a dict, for the optimizer ``rows``
     (default: every registered kind, plugins included)."""
@@ -526,6 +556,7 @@ def build_schema(rows: Mapping[str, OptimizerSpec] | None = None) -> dict:
             **RUN_CONVENTIONS,
             "cend_study": CEND_STUDY,
             "workers_study": WORKERS_STUDY,
+            "tuning": TUNING,
             "seeds": _object(
                 "the seeds to run",
                 {

@@ -1,0 +1,202 @@
+"""The tuning protocol's choice and report (:mod:`spsa_bench.engine.tuning`).
+
+:func:`choose` reads the tuning dataset only (the tuning seeds) and picks, per
+sweep and batch mode,
+
+- the **oracle** setting of each scenario: the arm with the smallest median final
+  Elo loss on the tuning seeds in that scenario (ties: the first arm of the sweep);
+- the **robust** setting of the family: the arm minimising the mean, over the
+  family's scenarios, of its median final loss divided by that scenario's best
+  median (ties: the first arm). It is reported on every scenario.
+
+:func:`tuned_table` reports each choice on the benchmark's seeds (the test seeds,
+never seen by the choice): its final loss with a 95% t-interval and the paired
+difference to the baseline sweep's choice made the same way.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from spsa_bench.analysis import stats
+from spsa_bench.analysis.tables import _interval, markdown_table
+
+LEVEL = 0.95
+TUNINGS = ("oracle", "robust")
+
+
+def _medians(ds: xr.Dataset) -> xr.DataArray:
+    """Median final loss over the tuning seeds; a run with no finite loss counts as +inf."""
+    median = ds["final_elo_loss"].median("seed", skipna=True)
+    return median.fillna(np.inf)
+
+
+def _ratio(median: np.ndarray, best: float) -> np.ndarray:
+    if best > 0 and np.isfinite(best):
+        return median / best
+    return np.where(median == best, 1.0, np.inf)
+
+
+def choose(ds: xr.Dataset) -> pd.DataFrame:
+    """The oracle and robust choice per (sweep, batch mode), one row per scenario.
+
+    Columns: sweep, batch_mode, tuning (oracle / robust), scenario, arm, setting,
+    in_family, tuning_median (the arm's median final loss on the tuning seeds in the
+    scenario) and robust_score (the robust criterion of the arm; NaN for oracle rows).
+    Reads ``ds`` (the tuning dataset) only.
+    """
+    family = [s for s in str(ds.attrs["family"]).split(", ") if s]
+    scenarios = [str(s) for s in ds["scenario"].values]
+    median = _medians(ds)
+    rows = []
+    sweeps = list(dict.fromkeys(str(s) for s in ds["sweep"].values))
+    for sweep in sweeps:
+        arms = ds["arm"].values[ds["sweep"].values == sweep]
+        for mode in ds["batch_mode"].values:
+            table = median.sel(arm=arms, batch_mode=mode)  # (arm, scenario)
+            values = table.transpose("arm", "scenario").values
+            score = np.mean(
+                [_ratio(values[:, scenarios.index(s)], values[:, scenarios.index(s)].min())
+                 for s in family],
+                axis=0,
+            )  # fmt: skip
+            robust = int(np.argmin(score))
+            for s, scenario in enumerate(scenarios):
+                oracle = int(np.argmin(values[:, s]))
+                for tuning, pick in (("oracle", oracle), ("robust", robust)):
+                    arm = str(arms[pick])
+                    rows.append(
+                        {
+                            "sweep": sweep,
+                            "batch_mode": str(mode),
+                            "tuning": tuning,
+                            "scenario": scenario,
+                            "arm": arm,
+                            "setting": str(ds["setting"].sel(arm=arm).item()),
+                            "in_family": scenario in family,
+                            "tuning_median": float(values[pick, s]),
+                            "robust_score": float(score[pick]) if tuning == "robust" else math.nan,
+                        }
+                    )
+    choice = pd.DataFrame(rows)
+    choice.attrs = {key: ds.attrs[key] for key in _CARRIED if key in ds.attrs}
+    return choice
+
+
+#: Tuning-dataset attributes :func:`choose` carries into its frame (for the report).
+_CARRIED = (
+    "criterion_text",
+    "robust_text",
+    "held_out",
+    "family",
+    "tuning_seeds_first",
+    "tuning_seeds_count",
+    "baseline_sweep",
+)
+
+
+def _test_losses(benchmark: xr.Dataset) -> xr.DataArray:
+    return benchmark["elo_loss"].isel(pairs=-1)
+
+
+def _check_held_out(choice: pd.DataFrame, seeds: np.ndarray) -> None:
+    if "tuning_seeds_first" not in choice.attrs:
+        return
+    first = int(choice.attrs["tuning_seeds_first"])
+    tuning = range(first, first + int(choice.attrs["tuning_seeds_count"]))
+    shared = sorted(int(s) for s in seeds if int(s) in tuning)
+    if shared:
+        raise ValueError(
+            f"the benchmark's seeds include tuning seeds ({shared[0]}..{shared[-1]}): "
+            "the report would not be held out"
+        )
+
+
+def tuned_table(
+    choice: pd.DataFrame, benchmark_ds: xr.Dataset, baseline_sweep: str
+) -> pd.DataFrame:
+    """Each choice of :func:`choose` on the test seeds of ``benchmark_ds`` (its final
+    ``elo_loss``): mean with a 95% t-interval, and the paired difference (per seed)
+    to the choice of ``baseline_sweep`` for the same batch mode, scenario and tuning
+    mode; ``baseline_sweep`` that is no sweep of ``choice`` is the baseline arm itself."""
+    final = _test_losses(benchmark_ds)
+    _check_held_out(choice, final["seed"].values)
+    baseline_rows = choice[choice["sweep"] == baseline_sweep].set_index(
+        ["batch_mode", "scenario", "tuning"]
+    )
+    rows = []
+    for row in choice.itertuples(index=False):
+        cell = {"batch_mode": row.batch_mode, "scenario": row.scenario}
+        values = final.sel(optimizer=row.arm, **cell).values
+        if baseline_rows.empty:
+            baseline_arm = baseline_sweep
+        else:
+            baseline_arm = baseline_rows.loc[(row.batch_mode, row.scenario, row.tuning), "arm"]
+        mean, low, high = stats.t_interval(values, LEVEL)
+        is_baseline = row.sweep == baseline_sweep
+        if is_baseline:
+            d_mean = d_low = d_high = math.nan
+        else:
+            difference = values - final.sel(optimizer=baseline_arm, **cell).values
+            d_mean, d_low, d_high = stats.t_interval(difference, LEVEL)
+        rows.append(
+            {
+                **row._asdict(),
+                "n_seeds": int(np.isfinite(values).sum()),
+                "loss_mean": mean,
+                "loss_low": low,
+                "loss_high": high,
+                "baseline": str(baseline_arm),
+                "diff_mean": d_mean,
+                "diff_low": d_low,
+                "diff_high": d_high,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def tuned_markdown(table: pd.DataFrame, choice: pd.DataFrame) -> str:
+    """The tuned table as Markdown, stating the criterion and the held-out rule."""
+    attrs = choice.attrs
+    t = table.copy()
+    t["in_family"] = t["in_family"].map({True: "yes", False: "no"})
+    t["loss_ci"] = _interval(t, "loss_low", "loss_high")
+    t["diff_ci"] = _interval(t, "diff_low", "diff_high")
+    pct = f"{LEVEL:.0%}"
+    first = int(attrs.get("tuning_seeds_first", -1))
+    count = int(attrs.get("tuning_seeds_count", 0))
+    baseline = attrs.get("baseline_sweep", "the baseline")
+    lines = [
+        "# Tuned settings, reported on held-out seeds",
+        "",
+        f"Held out: {attrs.get('held_out', '')} (tuning seeds {first}..{first + count - 1}). "
+        f"Criterion: {attrs.get('criterion_text', '')}. *oracle*: the setting with the "
+        f"smallest median in that scenario; *{attrs.get('robust_text', '')}*; family: "
+        f"{attrs.get('family', '')} (*in family* says whether the scenario is one of them). "
+        f"*loss*: mean final Elo loss on the test seeds with its {pct} t-interval. "
+        f"*Δ vs {baseline}*: mean per-seed difference to the setting of {baseline} chosen "
+        f"the same way (negative: the row loses less), {pct} t-interval.",
+        "",
+        markdown_table(
+            t,
+            {
+                "sweep": "sweep",
+                "batch_mode": "batch mode",
+                "scenario": "scenario",
+                "tuning": "tuning",
+                "setting": "setting",
+                "in_family": "in family",
+                "tuning_median": "tuning median",
+                "n_seeds": "test seeds",
+                "loss_mean": "loss",
+                "loss_ci": f"{pct} CI",
+                "diff_mean": f"Δ vs {baseline}",
+                "diff_ci": f"Δ {pct} CI",
+            },
+        ),
+    ]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,232 @@
+"""The tuning protocol (issue 16, item 2): choose a sweep's setting on seeds the
+benchmark never reports, then report the choice on the benchmark's seeds.
+
+A hyperparameter sweep (docs/benchmark.md, "Sweeps") expands one configured arm
+into several grid arms. Reporting the best of them on the very seeds it was picked
+on flatters the optimizer (a winner's curse). The protocol holds the test seeds
+out of the choice::
+
+    tuning:
+      seeds: {first: 1000, count: 20}   # the tuning seeds, disjoint from `seeds`
+      criterion: median                 # median final Elo loss (the only criterion)
+      family: [calibrated, mixed]       # scenarios of the robust choice (default: all)
+
+:func:`run_tuning` replays every swept arm on every scenario and batch mode of the
+grid at the tuning seeds only, and returns their final Elo loss.
+:func:`spsa_bench.analysis.tuning.choose` picks, per sweep and batch mode, the
+*oracle* setting of each scenario (smallest median final loss on the tuning seeds)
+and the *robust* setting of the family (smallest mean over the family's scenarios
+of its median divided by that scenario's best median); it reads the tuning
+dataset only, so the test seeds cannot sway the choice.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from spsa_bench.config.loader import BatchMode, Config, ConfigError, OptimizerArm
+from spsa_bench.engine.cend_study import known
+
+if TYPE_CHECKING:
+    import xarray as xr
+
+SETTINGS_KEY = "tuning"
+#: The selection criteria :func:`spsa_bench.analysis.tuning.choose` knows.
+CRITERIA = ("median",)
+CRITERION_TEXT = {
+    "median": "median final Elo loss over the tuning seeds",
+}
+ROBUST_TEXT = (
+    "robust: the setting minimising the mean, over the family's scenarios, of its median "
+    "final Elo loss divided by the best median of that scenario (1 = best everywhere)"
+)
+HELD_OUT_TEXT = (
+    "the settings are chosen on the tuning seeds only; the losses reported are on the "
+    "benchmark's seeds, which the choice never saw"
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Tuning:
+    seeds: range  # the tuning seeds
+    test_seeds: range  # the benchmark's seeds (config.seeds), held out of the choice
+    criterion: str
+    family: tuple[str, ...]
+    scenarios: tuple[str, ...]  # every scenario of the grid
+    batch_modes: tuple[BatchMode, ...]  # every batch mode of the grid
+    arms: tuple[OptimizerArm, ...]  # the swept arms (their `sweep` set), in config order
+    baseline_sweep: str  # the baseline arm's sweep, or the baseline arm when not swept
+    baseline_swept: bool
+
+    @property
+    def sweeps(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(arm.sweep for arm in self.arms))
+
+
+def tuning_settings(config: Config) -> Tuning | None:
+    """The configuration's ``tuning`` section, checked (``None`` when it has none)."""
+    raw = config.resolved.get(SETTINGS_KEY)
+    if raw is None:
+        return None
+    where = SETTINGS_KEY
+    from spsa_bench.config.limits import LimitError, check_seed_range
+
+    first, count = int(raw["seeds"]["first"]), int(raw["seeds"]["count"])
+    try:
+        check_seed_range(f"{where}.seeds", first, count)
+    except LimitError as error:
+        raise ConfigError(str(error)) from None
+    seeds = range(first, first + count)
+    test = config.seed_range()
+    overlap = range(max(seeds.start, test.start), min(seeds.stop, test.stop))
+    if len(overlap):
+        raise ConfigError(
+            f"{where}.seeds = {first}..{seeds.stop - 1}: overlaps the benchmark's seeds "
+            f"{test.start}..{test.stop - 1} (at {overlap.start}..{overlap.stop - 1}); the "
+            "tuning seeds must be disjoint from them, or the choice sees the test seeds"
+        )
+    criterion = str(raw.get("criterion", "median"))
+    if criterion not in CRITERIA:
+        raise ConfigError(
+            f"{where}.criterion = {criterion!r}: unknown (known: {', '.join(CRITERIA)})"
+        )
+    family = tuple(raw.get("family") or config.scenarios)
+    for scenario in family:
+        known(config.scenario, scenario, f"{where}.family")
+    arms = tuple(arm for arm in config.optimizers.values() if arm.sweep is not None)
+    if not arms:
+        raise ConfigError(
+            f"{where}: no arm of this configuration is swept; give an arm a list of values "
+            "(or a log_range) for a hyperparameter to tune (docs/benchmark.md, 'Sweeps')"
+        )
+    baseline = config.optimizer(config.baseline)
+    return Tuning(
+        seeds=seeds,
+        test_seeds=test,
+        criterion=criterion,
+        family=family,
+        scenarios=tuple(config.scenarios),
+        batch_modes=tuple(config.batch_modes.values()),
+        arms=arms,
+        baseline_sweep=baseline.sweep or baseline.name,
+        baseline_swept=baseline.sweep is not None,
+    )
+
+
+def run_tuning(
+    config: Config, settings: Tuning, progress: Callable[[str], None] | None = None
+) -> xr.Dataset:
+    """Final Elo loss of every swept arm on every scenario and batch mode of the grid,
+    at the tuning seeds only: dims ``(arm, scenario, batch_mode, seed)``, with each
+    arm's sweep and swept values as coordinates along ``arm``."""
+    from spsa_bench.engine.simulate import (
+        make_noise,
+        make_problem,
+        make_schedule,
+        replay_arm,
+        scenario_rounding,
+    )
+
+    seeds = np.asarray(list(settings.seeds), dtype=np.int64)
+    arms, scenarios, modes = settings.arms, settings.scenarios, settings.batch_modes
+    loss = np.full((len(arms), len(scenarios), len(modes), seeds.size), np.nan)
+    schedules = [make_schedule(config, mode, seeds) for mode in modes]
+    for s, scenario in enumerate(scenarios):
+        problem = make_problem(config, scenario, seeds)
+        noise, rounding = make_noise(config, scenario), scenario_rounding(config, scenario)
+        for m, (mode, schedule) in enumerate(zip(modes, schedules, strict=True)):
+            for a, arm in enumerate(arms):
+                if progress is not None:
+                    progress(f"{arm.name} on {scenario} / {mode.name}")
+                run = replay_arm(config, arm, problem, schedule, noise=noise, rounding=rounding)
+                loss[a, s, m] = problem.bowl.elo_loss(run.theta[:, -1])
+    return _tuning_dataset(config, settings, seeds, loss)
+
+
+def _swept_coords(arms: tuple[OptimizerArm, ...]) -> dict:
+    """One coordinate along ``arm`` per swept hyperparameter (``swept_<name>``): the
+    arm's value, NaN (or empty text) for arms whose sweep does not vary it."""
+    keys = list(dict.fromkeys(key for arm in arms for key, _ in arm.swept))
+    coords = {}
+    for key in keys:
+        values = [dict(arm.swept).get(key) for arm in arms]
+        text = any(isinstance(v, str) for v in values)
+        data = (
+            np.array(["" if v is None else str(v) for v in values], dtype=object)
+            if text
+            else np.array([np.nan if v is None else float(v) for v in values])
+        )
+        coords[f"swept_{key}"] = ("arm", data, {"long_name": f"the arm's swept {key}"})
+    return coords
+
+
+def setting_label(swept) -> str:
+    """``key=value`` of an arm's swept hyperparameters, e.g. ``r_end=0.002``."""
+    return ", ".join(f"{key}={value:g}" if not isinstance(value, str) else f"{key}={value}"
+                     for key, value in swept)  # fmt: skip
+
+
+def _tuning_dataset(config: Config, settings: Tuning, seeds, loss) -> xr.Dataset:
+    import xarray as xr
+
+    from spsa_bench.results.cf import conform
+    from spsa_bench.results.provenance import provenance
+
+    arms = settings.arms
+    coords = {
+        "arm": ("arm", np.array([a.name for a in arms], dtype=object), {"long_name": "swept arm"}),
+        "sweep": (
+            "arm",
+            np.array([a.sweep for a in arms], dtype=object),
+            {"long_name": "the configured arm the sweep expanded"},
+        ),
+        "kind": ("arm", np.array([a.kind for a in arms], dtype=object), {"long_name": "kind"}),
+        "setting": (
+            "arm",
+            np.array([setting_label(a.swept) for a in arms], dtype=object),
+            {"long_name": "the arm's swept hyperparameters"},
+        ),
+        **_swept_coords(arms),
+        "scenario": ("scenario", np.array(settings.scenarios, dtype=object)),
+        "batch_mode": (
+            "batch_mode",
+            np.array([mode.name for mode in settings.batch_modes], dtype=object),
+        ),
+        "seed": ("seed", seeds, {"long_name": "tuning seed (disjoint from the test seeds)"}),
+    }
+    data_vars = {
+        "final_elo_loss": (
+            ("arm", "scenario", "batch_mode", "seed"),
+            loss,
+            {
+                "long_name": "true Elo loss at the end of the budget, on the tuning seeds",
+                "units": "Elo",
+            },
+        )  # fmt: skip
+    }
+    attrs = {
+        "title": "spsa-bench tuning runs (held-out tuning seeds)",
+        "criterion": settings.criterion,
+        "criterion_text": CRITERION_TEXT[settings.criterion],
+        "robust_text": ROBUST_TEXT,
+        "held_out": HELD_OUT_TEXT,
+        "family": ", ".join(settings.family),
+        "tuning_seeds_first": settings.seeds.start,
+        "tuning_seeds_count": len(settings.seeds),
+        "test_seeds_first": settings.test_seeds.start,
+        "test_seeds_count": len(settings.test_seeds),
+        "baseline_sweep": settings.baseline_sweep,
+        "baseline_swept": int(settings.baseline_swept),
+        "num_pairs": config.num_pairs,
+        **provenance(config.to_json()),
+    }
+    return conform(xr.Dataset(data_vars, coords, attrs))
+
+
+def print_progress(message: str) -> None:
+    print(f"tuning: {message}", file=sys.stderr, flush=True)
