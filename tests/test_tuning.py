@@ -1,0 +1,196 @@
+"""The tuning protocol (issue 16, item 2): settings, runs, choice held out, report."""
+
+import numpy as np
+import pytest
+import xarray as xr
+from conftest import small_config_dict
+
+from spsa_bench.analysis.tuning import choose, tuned_markdown, tuned_table
+from spsa_bench.config.loader import ConfigError, resolve
+from spsa_bench.engine.tuning import run_tuning, tuning_settings
+
+LOW, HIGH = "spsa-r_end-0p001", "spsa-r_end-0p004"
+
+
+def raw_config() -> dict:
+    raw = small_config_dict(num_pairs=400)
+    del raw["cend_study"], raw["workers_study"]
+    raw["optimizers"] = {"spsa": {"r_end": [0.001, 0.004]}, "adam-block": {}}
+    raw["baseline"] = "adam-block"
+    raw["scenarios"] = {name: raw["scenarios"][name] for name in ("calibrated", "mixed")}
+    raw["batch_modes"] = {name: raw["batch_modes"][name] for name in ("sync", "async-fixed")}
+    raw["tuning"] = {"seeds": {"first": 1000, "count": 4}, "family": ["calibrated", "mixed"]}
+    return raw
+
+
+@pytest.fixture(scope="module")
+def tuning_run():
+    config = resolve(raw_config())
+    settings = tuning_settings(config)
+    return config, settings, run_tuning(config, settings)
+
+
+def test_settings_name_the_swept_arms_and_the_baseline():
+    settings = tuning_settings(resolve(raw_config()))
+    assert [arm.name for arm in settings.arms] == [LOW, HIGH]
+    assert settings.sweeps == ("spsa",) and settings.criterion == "median"
+    assert settings.baseline_sweep == "adam-block" and not settings.baseline_swept
+    assert settings.seeds == range(1000, 1004) and settings.test_seeds == range(0, 4)
+
+
+def test_no_tuning_section_gives_none():
+    raw = raw_config()
+    del raw["tuning"]
+    assert tuning_settings(resolve(raw)) is None
+
+
+def test_the_family_defaults_to_every_scenario():
+    raw = raw_config()
+    del raw["tuning"]["family"]
+    assert tuning_settings(resolve(raw)).family == ("calibrated", "mixed")
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"seeds": {"first": 2, "count": 5}}, r"tuning.seeds = 2..6: overlaps the benchmark's"),
+        ({"seeds": {"first": 0, "count": 1}}, r"tuning.seeds = 0..0: overlaps"),
+        ({"family": ["calibrated", "nope"]}, r"tuning.family: unknown scenario 'nope'"),
+        ({"criterion": "mean"}, r"tuning.criterion"),
+        ({"bogus": 1}, r"tuning"),
+    ],
+)
+def test_bad_settings_are_refused_naming_the_key(change, message):
+    raw = raw_config()
+    raw["tuning"].update(change)
+    with pytest.raises(ConfigError, match=message):
+        resolve(raw)
+
+
+def test_a_configuration_without_a_sweep_is_refused():
+    raw = raw_config()
+    raw["optimizers"]["spsa"] = {"r_end": 0.002}
+    with pytest.raises(ConfigError, match="tuning: no arm of this configuration is swept"):
+        resolve(raw)
+
+
+def test_runs_are_on_the_tuning_seeds_with_the_swept_values(tuning_run):
+    _, _, ds = tuning_run
+    assert ds["final_elo_loss"].dims == ("arm", "scenario", "batch_mode", "seed")
+    assert list(ds["seed"].values) == [1000, 1001, 1002, 1003]
+    assert list(ds["swept_r_end"].values) == [0.001, 0.004]
+    assert list(ds["sweep"].values) == ["spsa", "spsa"]
+    assert np.isfinite(ds["final_elo_loss"]).all()
+
+
+def constructed(losses: dict) -> xr.Dataset:
+    """A tuning dataset of one sweep ``s`` (arms a, b, c) on scenarios x, y, z in one
+    batch mode, family x, y; ``losses[arm]`` is the per-scenario loss at every seed."""
+    arms = ["a", "b", "c"]
+    values = np.array([[[[v] * 5] for v in losses[arm]] for arm in arms])
+    return xr.Dataset(
+        {"final_elo_loss": (("arm", "scenario", "batch_mode", "seed"), values)},
+        coords={
+            "arm": arms,
+            "sweep": ("arm", ["s"] * 3),
+            "setting": ("arm", ["v=1", "v=2", "v=3"]),
+            "scenario": ["x", "y", "z"],
+            "batch_mode": ["sync"],
+            "seed": np.arange(100, 105),
+        },
+        attrs={"family": "x, y", "tuning_seeds_first": 100, "tuning_seeds_count": 5},
+    )
+
+
+def test_choose_picks_the_documented_oracle_and_robust_arms():
+    """a is best on x, b best on y, c best on z (outside the family); the ratios to the
+    best median over the family are a: (1 + 3) / 2 = 2, b: (1.5 + 1) / 2 = 1.25,
+    c: (4 + 4) / 2 = 4, so robust is b, which is no scenario's oracle on x or z."""
+    ds = constructed({"a": [1.0, 3.0, 5.0], "b": [1.5, 1.0, 5.0], "c": [4.0, 4.0, 1.0]})
+    choice = choose(ds).set_index(["tuning", "scenario"])
+    assert choice.loc[("oracle", "x"), "arm"] == "a"
+    assert choice.loc[("oracle", "y"), "arm"] == "b"
+    assert choice.loc[("oracle", "z"), "arm"] == "c"
+    assert set(choice.loc["robust", "arm"]) == {"b"}
+    assert choice.loc[("robust", "x"), "robust_score"] == pytest.approx(1.25)
+    assert choice.loc[("robust", "x"), "setting"] == "v=2"
+    assert not choice.loc[("robust", "z"), "in_family"]
+
+
+def benchmark(rng, arms, seeds=range(4), scenarios=("calibrated", "mixed")) -> xr.Dataset:
+    """A benchmark dataset with arbitrary final losses on the test seeds."""
+    shape = (len(arms), 2, len(scenarios), len(seeds), 3)
+    return xr.Dataset(
+        {
+            "elo_loss": (
+                ("optimizer", "batch_mode", "scenario", "seed", "pairs"),
+                rng.gamma(2.0, 2.0, shape),
+            )
+        },  # fmt: skip
+        coords={
+            "optimizer": list(arms),
+            "batch_mode": ["sync", "async-fixed"],
+            "scenario": list(scenarios),
+            "seed": list(seeds),
+            "pairs": [0, 200, 400],
+        },
+    )
+
+
+def test_the_choice_cannot_see_the_test_seeds(tuning_run):
+    """The held-out property: whatever the benchmark's test-seed losses are (here
+    random, then permuted, then all replaced), the choice is the same, and it is
+    the one made from the tuning dataset alone; only the reported losses change."""
+    config, _, ds = tuning_run
+    before = choose(ds)
+    rng = np.random.default_rng(7)
+    arms = list(config.optimizers)
+    reports = []
+    for _ in range(3):
+        bench = benchmark(rng, arms)
+        table = tuned_table(choose(ds), bench, "adam-block")
+        reports.append(table)
+        permuted = bench.copy(data={"elo_loss": rng.permutation(bench["elo_loss"].values)})
+        assert choose(ds).equals(before)
+        assert tuned_table(choose(ds), permuted, "adam-block")["arm"].equals(table["arm"])
+    assert all((r["arm"] == before["arm"]).all() for r in reports)
+    assert not reports[0]["loss_mean"].equals(reports[1]["loss_mean"])
+
+
+def test_tuned_table_reports_test_losses_paired_with_the_baseline(tuning_run):
+    config, _, ds = tuning_run
+    bench = benchmark(np.random.default_rng(3), list(config.optimizers))
+    choice = choose(ds)
+    table = tuned_table(choice, bench, "adam-block")
+    row = table.iloc[0]
+    final = bench["elo_loss"].isel(pairs=-1)
+    cell = {"batch_mode": row["batch_mode"], "scenario": row["scenario"]}
+    values = final.sel(optimizer=row["arm"], **cell).values
+    assert row["loss_mean"] == pytest.approx(values.mean())
+    base = final.sel(optimizer="adam-block", **cell).values
+    assert row["diff_mean"] == pytest.approx((values - base).mean())
+    assert row["loss_low"] < row["loss_mean"] < row["loss_high"]
+    text = tuned_markdown(table, choice)
+    assert "tuning seeds only" in text and "divided by the best median" in text
+    assert "tuning seeds 1000..1003" in text
+
+
+def test_a_swept_baseline_is_compared_by_its_own_choice():
+    ds = constructed({"a": [1.0, 3.0, 5.0], "b": [1.5, 1.0, 5.0], "c": [4.0, 4.0, 1.0]})
+    other = ds.assign_coords(arm=["d", "e", "f"], sweep=("arm", ["t"] * 3))
+    both = xr.concat([ds, other], "arm")
+    choice = choose(both)
+    rng = np.random.default_rng(1)
+    bench = benchmark(rng, list("abcdef"), seeds=range(6), scenarios=("x", "y", "z"))
+    bench = bench.sel(batch_mode=["sync"])
+    table = tuned_table(choice, bench, "s").set_index(["sweep", "tuning", "scenario"])
+    assert table.loc[("t", "oracle", "x"), "baseline"] == "a"
+    assert table.loc[("t", "robust", "z"), "baseline"] == "b"
+    assert np.isnan(table.loc[("s", "oracle", "x"), "diff_mean"])
+
+
+def test_a_benchmark_on_tuning_seeds_is_refused(tuning_run):
+    config, _, ds = tuning_run
+    bench = benchmark(np.random.default_rng(0), list(config.optimizers), seeds=range(999, 1003))
+    with pytest.raises(ValueError, match="include tuning seeds"):
+        tuned_table(choose(ds), bench, "adam-block")
