@@ -194,3 +194,23 @@ def test_a_benchmark_on_tuning_seeds_is_refused(tuning_run):
     bench = benchmark(np.random.default_rng(0), list(config.optimizers), seeds=range(999, 1003))
     with pytest.raises(ValueError, match="include tuning seeds"):
         tuned_table(choose(ds), bench, "adam-block")
+
+
+def test_the_tune_command_writes_its_outputs(tmp_path):
+    import yaml
+
+    from spsa_bench.cli.main import main
+
+    config = tmp_path / "config.yaml"
+    raw = raw_config()
+    config.write_text(yaml.safe_dump(raw))
+    bench = benchmark(np.random.default_rng(5), list(resolve(raw).optimizers))
+    bench.to_netcdf(tmp_path / "benchmark.nc", engine="netcdf4")
+    out = tmp_path / "out"
+    args = ["tune", "--config", str(config), "--benchmark", str(tmp_path / "benchmark.nc")]
+    assert main([*args, "--output-dir", str(out), "--quiet"]) == 0
+    assert {p.name for p in out.iterdir()} == {"tuning.nc", "tuned.csv", "tuned.md"}
+    assert "Held out" in (out / "tuned.md").read_text()
+    del raw["tuning"]
+    config.write_text(yaml.safe_dump(raw))
+    assert main([*args, "--output-dir", str(out), "--quiet"]) == 2

@@ -25,12 +25,13 @@ from spsa_bench.cli import (
     schedule,
     schema,
     simulate,
+    tune,
     validate,
     workers,
 )
 from spsa_bench.config.loader import ConfigError
 
-COMMANDS = (simulate, listing, schema, validate, schedule, bench, noise, cend, workers)
+COMMANDS = (simulate, listing, schema, validate, schedule, bench, noise, cend, workers, tune)
 
 
 class OneLineParser(argparse.ArgumentParser):
