@@ -290,3 +290,23 @@ def test_a_copy_of_the_workflow_reads_its_own_config(env, tmp_path):
     shutil.copy(TINY, copy / "config" / "config.yaml")
     result = snakemake(env, "-n", cwd=copy)
     assert job_counts(result.stdout + result.stderr)["simulate"] == grid_cells(TINY)
+
+
+@pytest.mark.slow
+def test_the_tuned_rule_chooses_on_tuning_seeds_and_reports_on_the_test_seeds(env, tmp_path):
+    """A swept arm and a tuning section: the workflow runs the tuning protocol and writes
+    the tuned table (one sync mode, to stay short)."""
+    raw = yaml.safe_load(TINY.read_text())
+    raw["optimizers"] = {"spsa": {}, "adam": {"lr": [0.02, 0.08]}}
+    raw["batch_modes"] = {"sync": raw["batch_modes"]["sync"]}
+    raw.pop("cend_study", None)
+    raw["tuning"] = {"seeds": {"first": 100, "count": 3}}
+    config = tmp_path / "tuning.yaml"
+    config.write_text(yaml.safe_dump(raw))
+    base = ["--directory", str(tmp_path), "--snakefile", str(REPO / "Snakefile")]
+    snakemake(env, *base, "--replace-workflow-config", "--configfile", str(config),
+              "--cores", "2", "--quiet", timeout=600)  # fmt: skip
+    tuned = pd.read_csv(tmp_path / "results" / "tables" / "tuned.csv")
+    assert set(tuned["sweep"]) == {"adam"} and set(tuned["tuning"]) == {"oracle", "robust"}
+    assert set(tuned["setting"]) <= {"lr=0.02", "lr=0.08"}
+    assert "held-out" in (tmp_path / "results" / "tables" / "tuned.md").read_text().lower()

@@ -59,3 +59,36 @@ rule tables:
         targets=list(BENCH.targets),
     script:
         "../scripts/tables.py"
+
+
+# The tuning protocol (docs/benchmark.md, "Tuning protocol"): each sweep's setting
+# chosen on the held-out tuning seeds, reported on the benchmark's seeds. Runs only
+# when the configuration has a tuning section (and a swept arm).
+
+
+rule tuned:
+    input:
+        benchmark="results/benchmark.nc",
+    output:
+        nc="results/fishtest/tuning.nc",
+        csv=report(
+            "results/tables/tuned.csv",
+            caption="../report/tuned.rst",
+            category="Tables",
+            labels={"table": "tuned settings"},
+        ),
+        md="results/tables/tuned.md",
+    log:
+        "results/logs/tuned.log",
+    benchmark:
+        "results/benchmarks/tuned.tsv"
+    conda:
+        ENV
+    threads: 1
+    resources:
+        mem_mb=tuned_mem_mb,
+        runtime=tuned_runtime,
+    params:
+        settings=get_tuning_settings(),
+    script:
+        "../scripts/tuned.py"

@@ -78,6 +78,7 @@ CHUNKS = grid.config_chunks(BENCH)
 KINDS = grid.kinds(BENCH)
 CEND_STUDY = grid.cend_study_settings(BENCH)
 WORKERS_STUDY = grid.workers_study_settings(BENCH)
+TUNING = BENCH.resolved.get("tuning")
 # The arms validation runs: those whose kind has a micro reference.
 VALIDATED = [
     name
@@ -291,6 +292,12 @@ def get_final_outputs():
     ]
     outputs += get_validation_files()
     outputs += ["results/figures/noise_models.png", "results/figures/noise_models.svg"]
+    if TUNING is not None:
+        outputs += [
+            "results/fishtest/tuning.nc",
+            "results/tables/tuned.csv",
+            "results/tables/tuned.md",
+        ]
     if WORKERS_STUDY is not None:
         outputs += [
             "results/fishtest/workers_study.nc",
@@ -309,6 +316,30 @@ def get_final_outputs():
             "results/figures/cend.svg",
         ]
     return outputs
+
+
+def get_tuning_settings():
+    """The tuning rule's rerun trigger: the whole resolved configuration (the tuning
+    runs depend on every swept arm, scenario and batch mode)."""
+    return BENCH.to_json()
+
+
+def tuned_mem_mb(wildcards):
+    """One simulation of the tuning seeds at a time, plus benchmark.nc's final losses."""
+    seeds = TUNING["seeds"]["count"]
+    return (
+        JOB_OVERHEAD_MB
+        + 300
+        + seeds * BENCH.num_pairs // 25_000
+        + report_mem_mb(wildcards)
+    )
+
+
+def tuned_runtime(wildcards):
+    """Every swept arm x scenario x batch mode on the tuning seeds, 3 us per seed x pair."""
+    swept = sum(1 for arm in BENCH.optimizers.values() if arm.sweep is not None)
+    runs = swept * len(SCENARIOS) * len(BATCH_MODES)
+    return 2 + runs * TUNING["seeds"]["count"] * BENCH.num_pairs // 20_000_000
 
 
 def get_workers_study_settings():
