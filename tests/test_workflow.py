@@ -310,3 +310,6 @@ def test_the_tuned_rule_chooses_on_tuning_seeds_and_reports_on_the_test_seeds(en
     assert set(tuned["sweep"]) == {"adam"} and set(tuned["tuning"]) == {"oracle", "robust"}
     assert set(tuned["setting"]) <= {"lr=0.02", "lr=0.08"}
     assert "held-out" in (tmp_path / "results" / "tables" / "tuned.md").read_text().lower()
+    sensitivity = pd.read_csv(tmp_path / "results" / "tables" / "sensitivity.csv")
+    assert set(sensitivity["arm"]) == {"adam-lr-0p02", "adam-lr-0p08"}
+    assert (tmp_path / "results" / "figures" / "sensitivity.png").stat().st_size > 5000

@@ -148,6 +148,17 @@ def workers_study_settings(config: Config) -> dict | None:
     return settings
 
 
+def sweeps(config: Config) -> dict[str, list[list]]:
+    """``{configured arm: [[expanded arm, {hyperparameter: value}], ...]}`` of the
+    configuration's hyperparameter sweeps (empty when nothing is swept; the record
+    exists only when the user's configuration was resolved, not a resolved copy)."""
+    out: dict[str, list[list]] = {}
+    for name, arm in config.optimizers.items():
+        if arm.sweep is not None:
+            out.setdefault(arm.sweep, []).append([name, dict(arm.swept)])
+    return out
+
+
 def schedule_settings(config: Config, batch_mode: str) -> dict:
     """What an (optimizer- and scenario-independent) job schedule depends on."""
     schema = build_schema()["properties"]

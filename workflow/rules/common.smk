@@ -79,6 +79,8 @@ KINDS = grid.kinds(BENCH)
 CEND_STUDY = grid.cend_study_settings(BENCH)
 WORKERS_STUDY = grid.workers_study_settings(BENCH)
 TUNING = BENCH.resolved.get("tuning")
+# The sweeps of the configuration: {configured arm: [[expanded arm, {key: value}], ...]}.
+SWEEPS = grid.sweeps(BENCH)
 # The arms validation runs: those whose kind has a micro reference.
 VALIDATED = [
     name
@@ -292,6 +294,12 @@ def get_final_outputs():
     ]
     outputs += get_validation_files()
     outputs += ["results/figures/noise_models.png", "results/figures/noise_models.svg"]
+    if SWEEPS:
+        outputs += [
+            "results/figures/sensitivity.png",
+            "results/figures/sensitivity.svg",
+            "results/tables/sensitivity.csv",
+        ]
     if TUNING is not None:
         outputs += [
             "results/fishtest/tuning.nc",

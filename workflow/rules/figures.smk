@@ -157,3 +157,36 @@ rule ranking:
         targets=list(BENCH.targets),
     script:
         "../scripts/ranking.py"
+
+
+# The sensitivity figure (DeepOBS's tuneability view): only when an arm is swept.
+
+
+rule sensitivity:
+    input:
+        benchmark="results/benchmark.nc",
+    output:
+        sensitivity=report(
+            "results/figures/sensitivity.png",
+            caption="../report/sensitivity.rst",
+            category="Comparisons",
+            labels={"figure": "sensitivity"},
+        ),
+        sensitivity_svg="results/figures/sensitivity.svg",
+        table="results/tables/sensitivity.csv",
+    log:
+        "results/logs/sensitivity.log",
+    benchmark:
+        "results/benchmarks/sensitivity.tsv"
+    group:
+        "aggregate"
+    conda:
+        ENV
+    threads: 1
+    resources:
+        mem_mb=report_mem_mb,
+        runtime=report_runtime,
+    params:
+        sweeps=SWEEPS,
+    script:
+        "../scripts/sensitivity.py"
