@@ -65,6 +65,39 @@ def _cells(ds: xr.Dataset):
                 yield str(optimizer), str(batch_mode), str(scenario)
 
 
+def _paired_columns(diff, level, alpha, seeds_delta, seeds_power) -> dict:
+    """Mean paired difference with its interval, p-value and the seeds needed."""
+    diff = diff[np.isfinite(diff)]
+    d_mean, d_low, d_high = stats.t_interval(diff, level)
+    return {
+        "diff_elo_mean": d_mean,
+        "diff_elo_ci_low": d_low,
+        "diff_elo_ci_high": d_high,
+        "p_value": stats.paired_t_pvalue(diff),
+        "seeds_needed": (
+            float(stats.seeds_needed(diff, seeds_delta, seeds_power, alpha))
+            if diff.size >= 2
+            else math.nan
+        ),
+    }
+
+
+def _runtime_columns(hits, fraction, budget: float, n_boot: int, boot_seed: int) -> dict:
+    """Seeds reaching target ``fraction``, median pairs to it, aRT and its bootstrap range.
+
+    ``hits`` is not empty: a present cell has a finite loss at the first checkpoint.
+    """
+    label = target_label(fraction)
+    q10, q90 = stats.bootstrap_art(hits, budget, n_boot=n_boot, seed=boot_seed)
+    return {
+        f"reached_{label}": int(np.isfinite(hits).sum()),
+        f"median_pairs_{label}": float(np.median(hits)),
+        f"aRT_{label}": stats.average_runtime(hits, budget),
+        f"aRT_q10_{label}": float(q10),
+        f"aRT_q90_{label}": float(q90),
+    }
+
+
 def convergence_table(
     ds: xr.Dataset,
     *,
@@ -119,31 +152,10 @@ def convergence_table(
         else:
             base = final_loss.sel({**where, "optimizer": baseline}).values
             # Final Elo of the arm minus the baseline's at the same seed (> 0: the arm is better).
-            diff = base - loss
-            diff = diff[np.isfinite(diff)]
-            d_mean, d_low, d_high = stats.t_interval(diff, level)
-            row.update(
-                diff_elo_mean=d_mean,
-                diff_elo_ci_low=d_low,
-                diff_elo_ci_high=d_high,
-                p_value=stats.paired_t_pvalue(diff),
-                seeds_needed=(
-                    float(stats.seeds_needed(diff, seeds_delta, seeds_power, alpha))
-                    if diff.size >= 2
-                    else math.nan
-                ),
-            )
+            row.update(_paired_columns(base - loss, level, alpha, seeds_delta, seeds_power))
         for fraction in targets:
-            label = target_label(fraction)
             h = hits.sel(target=float(fraction), **where).values
-            h = h[~np.isnan(h)]
-            q10, q90 = stats.bootstrap_art(h, budget, n_boot=n_boot, seed=boot_seed)
-            row[f"reached_{label}"] = int(np.isfinite(h).sum())
-            # h is not empty: a present cell has a finite loss at the first checkpoint
-            row[f"median_pairs_{label}"] = float(np.median(h))
-            row[f"aRT_{label}"] = stats.average_runtime(h, budget)
-            row[f"aRT_q10_{label}"] = float(q10)
-            row[f"aRT_q90_{label}"] = float(q90)
+            row.update(_runtime_columns(h[~np.isnan(h)], fraction, budget, n_boot, boot_seed))
         rows.append(row)
     table = pd.DataFrame(rows)
     table["p_holm"] = stats.holm(table["p_value"].to_numpy())
@@ -286,6 +298,26 @@ def _interval(frame: pd.DataFrame, low: str, high: str, digits: int = 3) -> pd.S
     )
 
 
+def _final_columns(t: pd.DataFrame, baseline: str, pct: str, seeds_delta: float) -> dict:
+    """Column headings of the final-loss part of the convergence table."""
+    return {
+        "batch_mode": "batch mode",
+        "scenario": "scenario",
+        "optimizer": "optimizer",
+        "n_seeds": "seeds",
+        "final_loss_mean": "loss mean",
+        "final_ci": f"{pct} CI",
+        "final_loss_median": "median",
+        "final_loss_q10": "q10",
+        "final_loss_q90": "q90",
+        "diff_elo_mean": f"Δ vs {baseline}",
+        "diff_ci": f"Δ {pct} CI",
+        "p_holm": "Holm p",
+        "mark": "",
+        **({"seeds_txt": f"seeds for {seeds_delta:g} Elo"} if "seeds_txt" in t else {}),
+    }
+
+
 def convergence_markdown(
     table: pd.DataFrame,
     *,
@@ -334,25 +366,7 @@ def convergence_markdown(
         "",
         "## Final Elo loss and paired difference",
         "",
-        markdown_table(
-            t,
-            {
-                "batch_mode": "batch mode",
-                "scenario": "scenario",
-                "optimizer": "optimizer",
-                "n_seeds": "seeds",
-                "final_loss_mean": "loss mean",
-                "final_ci": f"{pct} CI",
-                "final_loss_median": "median",
-                "final_loss_q10": "q10",
-                "final_loss_q90": "q90",
-                "diff_elo_mean": f"Δ vs {baseline}",
-                "diff_ci": f"Δ {pct} CI",
-                "p_holm": "Holm p",
-                "mark": "",
-                **({"seeds_txt": f"seeds for {seeds_delta:g} Elo"} if "seeds_txt" in t else {}),
-            },
-        ),
+        markdown_table(t, _final_columns(t, baseline, pct, seeds_delta)),
         "",
         "## Runtime to Elo-loss targets",
         "",
@@ -364,6 +378,12 @@ def convergence_markdown(
         "*aRT 10–90%*: bootstrap interval over seeds (1000 resamples, fixed seed).",
         "",
     ]
+    parts.append(_runtime_markdown(t, targets))
+    return "\n".join(parts) + "\n"
+
+
+def _runtime_markdown(t: pd.DataFrame, targets) -> str:
+    """The runtime part of the convergence table: reached, median, aRT and its range per target."""
     columns = {"batch_mode": "batch mode", "scenario": "scenario", "optimizer": "optimizer"}
     for fraction in targets:
         label = target_label(fraction)
@@ -379,8 +399,7 @@ def convergence_markdown(
                 f"art_iv_{label}": "aRT 10–90%",
             }
         )
-    parts.append(markdown_table(t, columns, digits=0))
-    return "\n".join(parts) + "\n"
+    return markdown_table(t, columns, digits=0)
 
 
 def async_markdown(table: pd.DataFrame) -> str:

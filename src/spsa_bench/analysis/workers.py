@@ -122,16 +122,8 @@ def safe_concurrency(ds: xr.Dataset, table: pd.DataFrame | None = None) -> pd.Da
     return pd.DataFrame(rows)
 
 
-def workers_markdown(table: pd.DataFrame, safe: pd.DataFrame, ds: xr.Dataset) -> str:
-    """Safe concurrency, then the whole table, as Markdown with what they measure."""
-    reference = str(ds.attrs["reference"])
-    margin = float(ds.attrs["margin"])
-    pct = f"{LEVEL:.0%}"
-    counts = ", ".join(str(int(w)) for w in ds["workers"].values)
-    t = table.copy()
-    t["loss_ci"] = _interval(t, "loss_low", "loss_high")
-    t["diff_ci"] = _interval(t, "diff_low", "diff_high")
-    t["within"] = np.where(t["within_margin"], "yes", "no")
+def _safe_markdown(safe: pd.DataFrame, reference: str) -> str:
+    """The safe concurrency as an arm x scenario grid, then its details."""
     s = safe.copy()
     s["first_failing"] = [
         "–" if np.isnan(w) else str(int(w)) for w in s["first_failing"].astype(float)
@@ -141,6 +133,53 @@ def workers_markdown(table: pd.DataFrame, safe: pd.DataFrame, ds: xr.Dataset) ->
     grid = grid.reindex(
         index=list(dict.fromkeys(s["arm"])), columns=list(dict.fromkeys(s["scenario"]))
     ).reset_index()
+    details = {
+        "scenario": "scenario",
+        "arm": "arm",
+        "safe": "safe concurrency",
+        "first_failing": "first failing",
+        "within_above": "within again at",
+        "sync_mean": f"{reference} loss",
+        "max_workers": "largest pool",
+        "loss_at_max": "loss there",
+        "diff_at_max": "Δ vs sync there",
+    }
+    heading = {"arm": "arm", **{c: c for c in grid.columns if c != "arm"}}
+    return markdown_table(grid, heading) + "\n\n" + markdown_table(s, details)
+
+
+def _every_count_markdown(table: pd.DataFrame, reference: str, margin: float, pct: str) -> str:
+    """One row per scenario, arm and pool size."""
+    t = table.copy()
+    t["loss_ci"] = _interval(t, "loss_low", "loss_high")
+    t["diff_ci"] = _interval(t, "diff_low", "diff_high")
+    t["within"] = np.where(t["within_margin"], "yes", "no")
+    columns = {
+        "scenario": "scenario",
+        "arm": "arm",
+        "workers": "workers",
+        "n_seeds": "seeds",
+        "loss_mean": "loss mean",
+        "loss_ci": f"{pct} CI",
+        "loss_median": "median",
+        "sync_mean": f"{reference} loss",
+        "diff_mean": "Δ vs sync",
+        "diff_ci": f"Δ {pct} CI",
+        "p_holm": "Holm p",
+        "within": f"within {margin:g} Elo",
+        "staleness_p50": "staleness p50",
+        "in_flight_mean": "in flight mean",
+        "in_flight_max": "in flight max",
+    }
+    return markdown_table(t, columns)
+
+
+def workers_markdown(table: pd.DataFrame, safe: pd.DataFrame, ds: xr.Dataset) -> str:
+    """Safe concurrency, then the whole table, as Markdown with what they measure."""
+    reference = str(ds.attrs["reference"])
+    margin = float(ds.attrs["margin"])
+    pct = f"{LEVEL:.0%}"
+    counts = ", ".join(str(int(w)) for w in ds["workers"].values)
     lines = [
         f"# Workers study: how many Fishtest workers a tune can use ({ds.attrs['batch_mode']})",
         "",
@@ -174,45 +213,11 @@ def workers_markdown(table: pd.DataFrame, safe: pd.DataFrame, ds: xr.Dataset) ->
         "of the same games: the benchmark cannot rule it out, and where the whole interval of Δ "
         "lies above the margin it is measurably worse.",
         "",
-        markdown_table(grid, {"arm": "arm", **{c: c for c in grid.columns if c != "arm"}}),
-        "",
-        markdown_table(
-            s,
-            {
-                "scenario": "scenario",
-                "arm": "arm",
-                "safe": "safe concurrency",
-                "first_failing": "first failing",
-                "within_above": "within again at",
-                "sync_mean": f"{reference} loss",
-                "max_workers": "largest pool",
-                "loss_at_max": "loss there",
-                "diff_at_max": "Δ vs sync there",
-            },
-        ),
+        _safe_markdown(safe, reference),
         "",
         "## Every worker count",
         "",
-        markdown_table(
-            t,
-            {
-                "scenario": "scenario",
-                "arm": "arm",
-                "workers": "workers",
-                "n_seeds": "seeds",
-                "loss_mean": "loss mean",
-                "loss_ci": f"{pct} CI",
-                "loss_median": "median",
-                "sync_mean": f"{reference} loss",
-                "diff_mean": "Δ vs sync",
-                "diff_ci": f"Δ {pct} CI",
-                "p_holm": "Holm p",
-                "within": f"within {margin:g} Elo",
-                "staleness_p50": "staleness p50",
-                "in_flight_mean": "in flight mean",
-                "in_flight_max": "in flight max",
-            },
-        ),
+        _every_count_markdown(table, reference, margin, pct),
     ]
     return "\n".join(lines) + "\n"
 

@@ -679,14 +679,50 @@ def resolve(raw: dict, base_dir: str | Path | None = None) -> Config:
     seeds.setdefault("per_job", seeds["count"])
     _check_counts(data, num_pairs)
 
+    batch_modes = _resolve_batch_modes(data, num_pairs)
+    _check_noise("noise", data["noise"])
+    _resolve_scenarios(data, num_pairs, base_dir)
+    optimizers = _resolve_arms(data, raw)
+    config = Config(
+        num_pairs=num_pairs,
+        checkpoints=int(data["checkpoints"]),
+        signal=data["signal"],
+        iteration_counter=data["iteration_counter"],
+        entropy=int(data["entropy"]),
+        seeds_first=int(seeds["first"]),
+        seeds_count=int(seeds["count"]),
+        seeds_per_job=int(seeds["per_job"]),
+        baseline=data["baseline"],
+        targets=tuple(float(t) for t in data["targets"]),
+        batch_modes=batch_modes,
+        scenarios=data["scenarios"],
+        optimizers=optimizers,
+        resolved=data,
+        games=games,
+    )
+    _check_studies(config)
+    return config
+
+
+def default_time_control(noise) -> str:
+    """The time control a ``batch: fishtest`` pool takes by default: the top-level noise
+    preset when it is one of STC, LTC, VLTC, else STC."""
+    return noise if isinstance(noise, str) and noise in ("STC", "LTC", "VLTC") else "STC"
+
+
+def _resolve_batch_modes(data: dict, num_pairs: int) -> dict[str, BatchMode]:
+    """Workers lists expanded, every mode checked, defaults filled into ``data``."""
     batch_modes = {}
     data["batch_modes"], sweeps = _expand_worker_lists(data["batch_modes"])
-    preset = data["noise"] if isinstance(data["noise"], str) else "vendored"
-    default_tc = preset if preset in ("STC", "LTC", "VLTC") else "STC"
+    default_tc = default_time_control(data["noise"])
     for name, mode_raw in data["batch_modes"].items():
         mode, data["batch_modes"][name] = resolve_batch_mode(name, mode_raw, num_pairs, default_tc)
         batch_modes[name] = dataclasses.replace(mode, sweep=sweeps.get(name))
-    _check_noise("noise", data["noise"])
+    return batch_modes
+
+
+def _resolve_scenarios(data: dict, num_pairs: int, base_dir: Path | None) -> None:
+    """Every scenario checked (groups or a parameter block), defaults filled into ``data``."""
     for name, scenario in data["scenarios"].items():
         if scenario_kind(scenario) == "groups":
             _check_scenario(name, scenario)
@@ -699,6 +735,9 @@ def resolve(raw: dict, base_dir: str | Path | None = None) -> Config:
         scenario.setdefault("noise", copy.deepcopy(data["noise"]))
         _check_noise(f"scenarios.{name}.noise", scenario["noise"])
 
+
+def _resolve_arms(data: dict, raw: dict) -> dict[str, OptimizerArm]:
+    """Sweeps expanded, every arm's hyperparameters checked, the baseline among them."""
     optimizers = {}
     data["optimizers"], arm_sweeps = _expand_sweeps(data["optimizers"])
     for name, arm_raw in data["optimizers"].items():
@@ -726,25 +765,13 @@ def resolve(raw: dict, base_dir: str | Path | None = None) -> Config:
         raise ConfigError(
             f"baseline = {data['baseline']!r}: not one of the optimizers ({', '.join(optimizers)})"
         )
+    return optimizers
 
-    config = Config(
-        num_pairs=num_pairs,
-        checkpoints=int(data["checkpoints"]),
-        signal=data["signal"],
-        iteration_counter=data["iteration_counter"],
-        entropy=int(data["entropy"]),
-        seeds_first=int(seeds["first"]),
-        seeds_count=int(seeds["count"]),
-        seeds_per_job=int(seeds["per_job"]),
-        baseline=data["baseline"],
-        targets=tuple(float(t) for t in data["targets"]),
-        batch_modes=batch_modes,
-        scenarios=data["scenarios"],
-        optimizers=optimizers,
-        resolved=data,
-        games=games,
-    )
-    if "cend_study" in data:  # its references, once the tables they name exist
+
+def _check_studies(config: Config) -> None:
+    """The optional studies' references, once the tables they name exist."""
+    data = config.resolved
+    if "cend_study" in data:
         from spsa_bench.engine import cend_study
 
         cend_study.study_settings(config)
@@ -756,7 +783,6 @@ def resolve(raw: dict, base_dir: str | Path | None = None) -> Config:
         from spsa_bench.engine import tuning
 
         tuning.tuning_settings(config)
-    return config
 
 
 def read_yaml(path: str | Path) -> Any:

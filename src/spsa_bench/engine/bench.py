@@ -68,6 +68,33 @@ def _one_run(
     return scheduled - start, done - scheduled, int(schedule.n_jobs.sum()), cpu
 
 
+def _cell_row(config, arm_name, mode_name, scenario, n_seeds, noise, repeats) -> dict:
+    """One row of the timing table: medians of ``repeats`` runs after a warm-up, and
+    the peak memory traced in one more (untimed) run."""
+    _one_run(config, arm_name, mode_name, scenario, min(n_seeds, 2), noise)  # warm caches
+    timings = [
+        _one_run(config, arm_name, mode_name, scenario, n_seeds, noise) for _ in range(repeats)
+    ]
+    replay_s = statistics.median(t[1] for t in timings)
+    total_s = statistics.median(t[0] + t[1] for t in timings)
+    tracemalloc.start()
+    _one_run(config, arm_name, mode_name, scenario, n_seeds, noise)
+    peak = tracemalloc.get_traced_memory()[1] / 2**20
+    tracemalloc.stop()
+    return {
+        "batch_mode": mode_name,
+        "optimizer": arm_name,
+        "seeds": n_seeds,
+        "schedule_s": statistics.median(t[0] for t in timings),
+        "replay_s": replay_s,
+        "total_s": total_s,
+        "cpu_s": statistics.median(t[3] for t in timings),
+        "events_per_s": timings[0][2] / replay_s,
+        "seed_runs_per_s": n_seeds / total_s,
+        "peak_mib": peak,
+    }
+
+
 def run_bench(
     config: Config,
     *,
@@ -100,38 +127,13 @@ def run_bench(
     for mode_name in batch_modes:
         for arm_name in optimizers:
             for n_seeds in seed_counts:
-                _one_run(
-                    config, arm_name, mode_name, scenario, min(n_seeds, 2), noise
-                )  # warm caches
-                timings = [
-                    _one_run(config, arm_name, mode_name, scenario, n_seeds, noise)
-                    for _ in range(repeats)
-                ]
-                schedule_s = statistics.median(t[0] for t in timings)
-                replay_s = statistics.median(t[1] for t in timings)
-                total_s = statistics.median(t[0] + t[1] for t in timings)
-                events = timings[0][2]
-                cpu_s = statistics.median(t[3] for t in timings)
-                tracemalloc.start()
-                _one_run(config, arm_name, mode_name, scenario, n_seeds, noise)
-                peak = tracemalloc.get_traced_memory()[1] / 2**20
-                tracemalloc.stop()
-                row = {
-                    "batch_mode": mode_name,
-                    "optimizer": arm_name,
-                    "seeds": n_seeds,
-                    "schedule_s": schedule_s,
-                    "replay_s": replay_s,
-                    "total_s": total_s,
-                    "cpu_s": cpu_s,
-                    "events_per_s": events / replay_s,
-                    "seed_runs_per_s": n_seeds / total_s,
-                    "peak_mib": peak,
-                }
+                row = _cell_row(config, arm_name, mode_name, scenario, n_seeds, noise, repeats)
                 rows.append(row)
                 print(
-                    f"{mode_name:<15} {arm_name:<14} {n_seeds:>5} {schedule_s:>11.4f} {replay_s:>9.4f} {total_s:>8.4f} {cpu_s:>7.4f} "
-                    f"{row['events_per_s']:>11.0f} {row['seed_runs_per_s']:>12.1f} {peak:>9.1f}",
+                    f"{mode_name:<15} {arm_name:<14} {n_seeds:>5} {row['schedule_s']:>11.4f} "
+                    f"{row['replay_s']:>9.4f} {row['total_s']:>8.4f} {row['cpu_s']:>7.4f} "
+                    f"{row['events_per_s']:>11.0f} {row['seed_runs_per_s']:>12.1f} "
+                    f"{row['peak_mib']:>9.1f}",
                     file=out,
                     flush=True,
                 )

@@ -77,7 +77,7 @@ def _arm(config: Config, name: str, settings, where: str) -> OptimizerArm:
 
 def study_settings(config: Config) -> WorkersStudy | None:
     """The configuration's ``workers_study``, checked (``None`` when it has none)."""
-    from spsa_bench.config.loader import resolve_batch_mode
+    from spsa_bench.config.loader import default_time_control, resolve_batch_mode
 
     raw = config.resolved.get(STUDY_KEY)
     if raw is None:
@@ -86,8 +86,7 @@ def study_settings(config: Config) -> WorkersStudy | None:
     pool = dict(raw.get("pool") or DEFAULT_POOL)
     if "workers" in pool:
         raise ConfigError(f"{where}.pool.workers: the study sets it (give workers: [...])")
-    preset = config.resolved["noise"] if isinstance(config.resolved["noise"], str) else ""
-    default_tc = preset if preset in ("STC", "LTC", "VLTC") else "STC"
+    default_tc = default_time_control(config.resolved["noise"])
     modes = []
     for workers in sorted(raw["workers"]):
         mode, _ = resolve_batch_mode(

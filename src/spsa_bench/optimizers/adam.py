@@ -201,6 +201,44 @@ class AdamCoordState(NamedTuple):
 _COORD_CHUNK = 1 << 18
 
 
+def _micro_coefficients(first: Ladder, second: Ladder, pairs: np.ndarray, n: np.ndarray):
+    """Per (micro-step, seed) coefficients with the bias corrections folded in:
+    ``m_hat_ij = a_j m_i0 + b_j grad_i`` and ``v_hat_ij = p_j v_i0 + q_j grad_i**2``;
+    ``a`` and ``b`` are exactly zero for the steps past a seed's ``N``."""
+    size, t, active = micro_axis(pairs, n)
+    keep, gain = first.ladder(size)
+    correct = first.inverse_correction(t).T  # (J, seed)
+    a, b = keep[:, None] * correct, gain[:, None] * correct
+    if active is not None:
+        a *= active.T
+        b *= active.T
+    keep, gain = second.ladder(size)
+    correct = second.inverse_correction(t).T
+    return a, b, keep[:, None] * correct, gain[:, None] * correct
+
+
+def _summed_micro_steps(m, v, grad, square, coefficients, eps: float) -> np.ndarray:
+    """``sum_j m_hat_ij / (sqrt(v_hat_ij) + eps)`` per (seed, param), summed strictly in
+    micro-step order, over chunks of micro-steps (bounded memory)."""
+    a, b, p, q = coefficients
+    size = a.shape[0]
+    n_seeds, n_params = grad.shape
+    chunk = max(1, _COORD_CHUNK // max(1, n_seeds * n_params))
+    total = np.zeros((n_seeds, n_params))
+    for start in range(0, size, chunk):
+        j = slice(start, min(size, start + chunk))
+        denominator = p[j, :, None] * v
+        denominator += q[j, :, None] * square
+        np.sqrt(denominator, out=denominator)
+        denominator += eps
+        u = a[j, :, None] * m
+        u += b[j, :, None] * grad
+        u /= denominator
+        for step in u:  # summed strictly in micro-step order
+            total += step
+    return total
+
+
 def build_adam_coord(view: DeveloperView, hyper: AdamCoordHyper) -> Optimizer:
     """Adam with a second moment per coordinate, on the theta-space SPSA gradient.
 
@@ -269,32 +307,8 @@ def build_adam_coord(view: DeveloperView, hyper: AdamCoordHyper) -> Optimizer:
         grad = g[:, None] * np.asarray(report.flip, dtype=np.float64)
         grad /= np.asarray(report.c, dtype=np.float64)
         square = grad * grad
-        size, t, active = micro_axis(state.pairs, n)
-        # per (micro-step, seed) coefficients, bias corrections folded in:
-        # m_hat_ij = a_j m_i0 + b_j grad_i and v_hat_ij = p_j v_i0 + q_j grad_i**2
-        keep, gain = first.ladder(size)
-        correct = first.inverse_correction(t).T  # (J, seed)
-        a, b = keep[:, None] * correct, gain[:, None] * correct
-        if active is not None:  # steps past a seed's N contribute exactly zero
-            a *= active.T
-            b *= active.T
-        keep, gain = second.ladder(size)
-        correct = second.inverse_correction(t).T
-        p, q = keep[:, None] * correct, gain[:, None] * correct
-        n_seeds, n_params = grad.shape
-        chunk = max(1, _COORD_CHUNK // max(1, n_seeds * n_params))
-        total = np.zeros((n_seeds, n_params))
-        for start in range(0, size, chunk):
-            j = slice(start, min(size, start + chunk))
-            denominator = p[j, :, None] * state.v
-            denominator += q[j, :, None] * square
-            np.sqrt(denominator, out=denominator)
-            denominator += eps
-            u = a[j, :, None] * state.m
-            u += b[j, :, None] * grad
-            u /= denominator
-            for step in u:  # summed strictly in micro-step order
-                total += step
+        coefficients = _micro_coefficients(first, second, state.pairs, n)
+        total = _summed_micro_steps(state.m, state.v, grad, square, coefficients, eps)
         return AdamCoordState(
             theta=view.clip(state.theta - lr * total),
             m=ema_block(state.m, grad, first, n),

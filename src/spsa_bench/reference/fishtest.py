@@ -240,6 +240,11 @@ def run_fishtest_reference(
     (``bowls.rows([row])``); ``batch`` an :class:`AsyncSettings` (asynchronous) or a
     batch size in pairs (one worker, synchronous); ``rounding`` one of
     :data:`~spsa_bench.model.rounding.ROUNDING_MODES`.
+
+    It stays one function on purpose: the handout (``dispatch``) and the update
+    (``arrive``) share the server's state (``theta``, ``iter``) as closures, in the
+    order Fishtest's server runs them, so the reference reads as the rules do; split
+    into module-level steps that state would have to travel through arguments.
     """
     if rounding not in ROUNDING_MODES:
         raise ValueError(f"rounding must be one of {ROUNDING_MODES}, got {rounding!r}")
