@@ -11,7 +11,7 @@ from conftest import small_config_dict
 
 from spsa_bench.config.loader import ConfigError, OptimizerArm, resolve
 from spsa_bench.optimizers import hyper_from_dict
-from spsa_bench.workflow import coerce_strings
+from spsa_bench.workflow import coerce_strings, validated_arms
 
 
 def sweep_config(optimizers: dict, baseline: str = "plain", num_pairs: int = 400) -> dict:
@@ -201,3 +201,12 @@ def test_a_swept_arm_simulates_like_the_hand_written_arm():
     for name in swept.data_vars:
         np.testing.assert_array_equal(swept[name].values, hand[name].values, err_msg=name)
     assert not np.array_equal(swept["theta"].values, other["theta"].values)
+
+
+def test_validation_takes_the_middle_arm_of_each_sweep_and_every_unswept_arm():
+    raw = sweep_config(
+        {"adam": {"lr": [0.01, 0.02, 0.04, 0.08]}, "auto": {"kind": "spsa-autoselect"}}
+    )
+    config = resolve(raw)
+    # spsa-autoselect has no per-pair reference; adam's four arms, middle = index 2
+    assert validated_arms(config) == ["plain", "adam-lr-0p04"]

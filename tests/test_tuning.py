@@ -5,7 +5,13 @@ import pytest
 import xarray as xr
 from conftest import small_config_dict
 
-from spsa_bench.analysis.tuning import choose, tuned_markdown, tuned_table
+from spsa_bench.analysis.tuning import (
+    choose,
+    comparison_arms,
+    representatives,
+    tuned_markdown,
+    tuned_table,
+)
 from spsa_bench.config.loader import ConfigError, resolve
 from spsa_bench.engine.tuning import run_tuning, tuning_settings
 
@@ -115,6 +121,20 @@ def test_choose_picks_the_documented_oracle_and_robust_arms():
     assert choice.loc[("robust", "x"), "robust_score"] == pytest.approx(1.25)
     assert choice.loc[("robust", "x"), "setting"] == "v=2"
     assert not choice.loc[("robust", "z"), "in_family"]
+
+
+def test_the_representative_is_robust_over_the_family_and_every_batch_mode():
+    """Two batch modes. In sync b is robust (as above). In async the family ratios are
+    a: 1 and 1, b: 3 and 2, c: 4 and 4. Over the four (scenario, mode) pairs the mean
+    ratio is a: (1 + 3 + 1 + 1) / 4 = 1.5, b: (1.5 + 1 + 3 + 2) / 4 = 1.875 and
+    c: 4, so the representative is a, though sync alone would pick b."""
+    sync = constructed({"a": [1.0, 3.0, 5.0], "b": [1.5, 1.0, 5.0], "c": [4.0, 4.0, 1.0]})
+    late = constructed({"a": [1.0, 1.0, 5.0], "b": [3.0, 2.0, 5.0], "c": [4.0, 4.0, 1.0]})
+    ds = xr.concat([sync, late.assign_coords(batch_mode=["async"])], dim="batch_mode")
+    ds.attrs = sync.attrs
+    assert representatives(ds) == {"s": "a"}
+    # the comparison keeps unswept arms in the benchmark's order, and one arm per sweep
+    assert comparison_arms(["spsa", "a", "b", "c", "auto"], ds) == ["spsa", "a", "auto"]
 
 
 def benchmark(rng, arms, seeds=range(4), scenarios=("calibrated", "mixed")) -> xr.Dataset:

@@ -159,6 +159,20 @@ def sweeps(config: Config) -> dict[str, list[list]]:
     return out
 
 
+def validated_arms(config: Config) -> list[str]:
+    """The arms the workflow's macro-versus-micro validation runs, in config order:
+    every arm whose kind has a micro reference, but of a sweep only its middle arm
+    (the arms of a sweep run one code path and differ in one number, so validating
+    one of them checks the path; the middle value is the hand-set one in the default
+    grid)."""
+    middle = {sweep: arms[len(arms) // 2][0] for sweep, arms in sweeps(config).items()}
+    return [
+        name
+        for name, arm in config.optimizers.items()
+        if REGISTRY[arm.kind].micro is not None and (arm.sweep is None or middle[arm.sweep] == name)
+    ]
+
+
 def schedule_settings(config: Config, batch_mode: str) -> dict:
     """What an (optimizer- and scenario-independent) job schedule depends on."""
     schema = build_schema()["properties"]

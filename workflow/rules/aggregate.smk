@@ -62,15 +62,36 @@ rule tables:
 
 
 # The tuning protocol (docs/benchmark.md, "Tuning protocol"): each sweep's setting
-# chosen on the held-out tuning seeds, reported on the benchmark's seeds. Runs only
-# when the configuration has a tuning section (and a swept arm).
+# chosen on the held-out tuning seeds (rule tuning_runs, which needs no benchmark
+# seed and so runs beside the simulations), reported on the benchmark's seeds (rule
+# tuned). Runs only when the configuration has a tuning section (and a swept arm).
+
+
+rule tuning_runs:
+    output:
+        nc="results/fishtest/tuning.nc",
+    log:
+        "results/logs/tuning_runs.log",
+    benchmark:
+        "results/benchmarks/tuning_runs.tsv"
+    priority: 40
+    conda:
+        ENV
+    threads: 1
+    resources:
+        mem_mb=tuning_runs_mem_mb,
+        runtime=tuning_runs_runtime,
+    params:
+        settings=get_tuning_settings(),
+    script:
+        "../scripts/tuning_runs.py"
 
 
 rule tuned:
     input:
         benchmark="results/benchmark.nc",
+        tuning="results/fishtest/tuning.nc",
     output:
-        nc="results/fishtest/tuning.nc",
         csv=report(
             "results/tables/tuned.csv",
             caption="../report/tuned.rst",
@@ -86,9 +107,7 @@ rule tuned:
         ENV
     threads: 1
     resources:
-        mem_mb=tuned_mem_mb,
-        runtime=tuned_runtime,
-    params:
-        settings=get_tuning_settings(),
+        mem_mb=report_mem_mb,
+        runtime=report_runtime,
     script:
         "../scripts/tuned.py"

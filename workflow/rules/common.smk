@@ -81,12 +81,13 @@ WORKERS_STUDY = grid.workers_study_settings(BENCH)
 TUNING = BENCH.resolved.get("tuning")
 # The sweeps of the configuration: {configured arm: [[expanded arm, {key: value}], ...]}.
 SWEEPS = grid.sweeps(BENCH)
-# The arms validation runs: those whose kind has a micro reference.
-VALIDATED = [
-    name
-    for name, arm in BENCH.optimizers.items()
-    if REGISTRY[arm.kind].micro is not None
-]
+# ... their arms, simulated one job per sweep (rule simulate_sweep_<name>) ...
+SWEEP_ARMS = {sweep: [arm for arm, _ in arms] for sweep, arms in SWEEPS.items()}
+# ... and the other arms, one job each (rule simulate).
+UNSWEPT = [name for name in OPTIMIZERS if BENCH.optimizer(name).sweep is None]
+# The arms validation runs: those whose kind has a micro reference (of a sweep, its
+# middle arm only).
+VALIDATED = grid.validated_arms(BENCH)
 ENV = "../envs/spsa-bench.yaml"
 
 
@@ -110,12 +111,30 @@ def chunk_seeds(wildcards):
     return int(wildcards.b) - int(wildcards.a) + 1
 
 
-def get_cell_settings(wildcards):
-    """Only what this cell's runs depend on: the params rerun trigger sees exactly it."""
-    cell = grid.cell_settings(
-        BENCH, wildcards.optimizer, wildcards.batch_mode, wildcards.scenario
+def _cells(arms, wildcards):
+    """Only what these cells' runs depend on, ``{arm: cell}`` in output order: the
+    params rerun trigger sees exactly it."""
+    return grid.to_json(
+        {
+            arm: grid.cell_settings(
+                BENCH, arm, wildcards.batch_mode, wildcards.scenario
+            )
+            for arm in arms
+        }
     )
-    return grid.to_json(cell)
+
+
+def get_cell_settings(wildcards):
+    return _cells([wildcards.optimizer], wildcards)
+
+
+def get_sweep_settings(arms):
+    """The cells of one sweep's arms (rule simulate_sweep_<name>)."""
+    return lambda wildcards: _cells(arms, wildcards)
+
+
+def sweep_rule_name(sweep):
+    return "simulate_sweep_" + re.sub(r"\W", "_", sweep)
 
 
 def get_schedule_settings(wildcards):
@@ -156,6 +175,11 @@ def simulate_runtime(wildcards):
     1000 x 30,000 with ademamix, async-variable) plus ~2 s of start-up; allowed
     3 us plus two minutes (Python start-up on a network file system can be slow)."""
     return 2 + seed_pairs(wildcards) // 20_000_000
+
+
+def sweep_runtime(arms):
+    """A sweep's job: one simulate per arm after one start-up."""
+    return lambda wildcards: 2 + arms * seed_pairs(wildcards) // 20_000_000
 
 
 # ---------------------------------------------------------------- aggregate
@@ -237,7 +261,7 @@ def async_figures_runtime(wildcards):
 
 
 def validation_runtime(wildcards):
-    """validate_optimizers: 2-3 s per optimizer arm measured, whatever the grid."""
+    """validate_optimizers: 2-3 s per validated arm measured, whatever the grid."""
     return 2 + len(VALIDATED) // 4
 
 
@@ -326,24 +350,25 @@ def get_final_outputs():
     return outputs
 
 
+def get_tuning_file(wildcards):
+    """The tuning runs, when the configuration tunes: the figures and the ranking show
+    each sweep at its robust tuned setting only."""
+    return "results/fishtest/tuning.nc" if TUNING is not None else []
+
+
 def get_tuning_settings():
     """The tuning rule's rerun trigger: the whole resolved configuration (the tuning
     runs depend on every swept arm, scenario and batch mode)."""
     return BENCH.to_json()
 
 
-def tuned_mem_mb(wildcards):
-    """One simulation of the tuning seeds at a time, plus benchmark.nc's final losses."""
+def tuning_runs_mem_mb(wildcards):
+    """One simulation of the tuning seeds at a time."""
     seeds = TUNING["seeds"]["count"]
-    return (
-        JOB_OVERHEAD_MB
-        + 300
-        + seeds * BENCH.num_pairs // 25_000
-        + report_mem_mb(wildcards)
-    )
+    return JOB_OVERHEAD_MB + 300 + seeds * BENCH.num_pairs // 25_000
 
 
-def tuned_runtime(wildcards):
+def tuning_runs_runtime(wildcards):
     """Every swept arm x scenario x batch mode on the tuning seeds, 3 us per seed x pair."""
     swept = sum(1 for arm in BENCH.optimizers.values() if arm.sweep is not None)
     runs = swept * len(SCENARIOS) * len(BATCH_MODES)

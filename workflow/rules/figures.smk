@@ -7,6 +7,7 @@
 rule convergence_figures:
     input:
         benchmark="results/benchmark.nc",
+        tuning=get_tuning_file,
     output:
         convergence=report(
             "results/figures/convergence.png",
@@ -43,6 +44,7 @@ rule convergence_figures:
 rule comparison_figures:
     input:
         benchmark="results/benchmark.nc",
+        tuning=get_tuning_file,
         convergence="results/tables/convergence.csv",
     output:
         final_loss=report(
@@ -118,6 +120,7 @@ rule async_figures:
 rule ranking:
     input:
         benchmark="results/benchmark.nc",
+        tuning=get_tuning_file,
     output:
         performance_profile=report(
             "results/figures/performance_profile.png",

@@ -1,4 +1,7 @@
-# Simulations: one job per optimizer arm x batch mode x scenario x seed chunk.
+# Simulations: one job per optimizer arm x batch mode x scenario x seed chunk, except
+# that the arms of one hyperparameter sweep share a job (rule simulate_sweep_<name>):
+# a sweep's arms differ in one number, and one process for all of them pays the
+# Python start-up and reads the schedule once instead of once per arm.
 
 
 rule schedule:
@@ -31,6 +34,8 @@ rule simulate:
         "results/logs/simulate/{batch_mode}/{scenario}/{optimizer}/seeds-{a}-{b}.log",
     benchmark:
         "results/benchmarks/simulate/{batch_mode}/{scenario}/{optimizer}/seeds-{a}-{b}.tsv"
+    wildcard_constraints:
+        optimizer=_alternatives(UNSWEPT),
     group:
         "simulate"
     conda:
@@ -40,6 +45,36 @@ rule simulate:
         mem_mb=simulate_mem_mb,
         runtime=simulate_runtime,
     params:
-        cell=get_cell_settings,
+        cells=get_cell_settings,
     script:
         "../scripts/simulate.py"
+
+
+for _sweep, _arms in SWEEP_ARMS.items():
+
+    rule:
+        name:
+            sweep_rule_name(_sweep)
+        input:
+            schedule=get_schedule,
+        output:
+            runs=[
+                f"results/runs/{{batch_mode}}/{{scenario}}/{arm}/seeds-{{a}}-{{b}}.nc"
+                for arm in _arms
+            ],
+        log:
+            f"results/logs/simulate/{{batch_mode}}/{{scenario}}/{_sweep}.sweep/seeds-{{a}}-{{b}}.log",
+        benchmark:
+            f"results/benchmarks/simulate/{{batch_mode}}/{{scenario}}/{_sweep}.sweep/seeds-{{a}}-{{b}}.tsv"
+        group:
+            "simulate"
+        conda:
+            ENV
+        threads: 1
+        resources:
+            mem_mb=simulate_mem_mb,
+            runtime=sweep_runtime(len(_arms)),
+        params:
+            cells=get_sweep_settings(_arms),
+        script:
+            "../scripts/simulate.py"

@@ -19,19 +19,23 @@ matplotlib.use("Agg")  # files only, no display: before anything imports pyplot
 import pandas as pd  # noqa: E402
 
 from spsa_bench.analysis import figures  # noqa: E402
+from spsa_bench.analysis.tuning import select_comparison  # noqa: E402
 from spsa_bench.results.combine import open_benchmark, open_schedules  # noqa: E402
 
 out, params = snakemake.output, snakemake.params
 drawn = {}
+# With a tuning section, each sweep is drawn at its robust tuned setting only.
+tuning = snakemake.input.get("tuning")
 if snakemake.rule == "convergence_figures":
-    ds = open_benchmark(snakemake.input.benchmark, ["elo_loss"])
+    ds = select_comparison(open_benchmark(snakemake.input.benchmark, ["elo_loss"]), tuning)
     drawn["convergence"] = figures.convergence(ds)
     drawn["ecdf"] = figures.ecdf_pairs_to_target(ds, params.targets)
 elif snakemake.rule == "comparison_figures":
-    ds = open_benchmark(snakemake.input.benchmark, ["elo_loss"])
+    ds = select_comparison(open_benchmark(snakemake.input.benchmark, ["elo_loss"]), tuning)
     drawn["final_loss"] = figures.final_loss(ds)
-    table = pd.read_csv(snakemake.input.convergence)
     order = [str(v) for v in ds["optimizer"].values]
+    table = pd.read_csv(snakemake.input.convergence)
+    table = table[table["optimizer"].isin(order)]
     drawn["paired_difference"] = figures.paired_difference(table, params.baseline, order)
 elif snakemake.rule == "async_figures":
     schedules = open_schedules(snakemake.input.schedules, params.modes)

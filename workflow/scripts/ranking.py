@@ -14,11 +14,14 @@ matplotlib.use("Agg")  # files only, no display: before anything imports pyplot
 import numpy as np  # noqa: E402
 
 from spsa_bench.analysis import figures, ranking  # noqa: E402
+from spsa_bench.analysis.tuning import select_comparison  # noqa: E402
 from spsa_bench.results.atomic import atomic_write  # noqa: E402
 from spsa_bench.results.combine import open_benchmark  # noqa: E402
 
 out = snakemake.output
+# With a tuning section, each sweep takes part at its robust tuned setting only.
 ds = open_benchmark(snakemake.input.benchmark, ["elo_loss"])
+ds = select_comparison(ds, snakemake.input.get("tuning"))
 profile = ranking.performance_profile(ds, np.logspace(0, 3, 121))
 atomic_write(out.profile_csv, lambda tmp: profile.to_csv(tmp, index=False))
 figures.save(ranking.profile_figure(profile), out.performance_profile, out.performance_profile_svg)

@@ -1,7 +1,10 @@
-"""Snakemake script: one optimizer arm x batch mode x scenario for one seed chunk.
+"""Snakemake script: optimizer arms x one batch mode x scenario for one seed chunk.
 
-The run is built from the rule's params only (the cell's resolved settings), so
-its result depends on exactly what Snakemake's params rerun trigger compares.
+One arm (rule simulate) or every arm of one hyperparameter sweep (rules
+simulate_sweep_<name>): ``params.cells`` maps each arm to its cell's resolved
+settings, in the order of the outputs. Each run is built from those settings only,
+so its result depends on exactly what Snakemake's params rerun trigger compares;
+the arms of a job share the schedule, read once.
 """
 # ruff: noqa: F821 - `snakemake` is defined by Snakemake's script preamble
 
@@ -31,39 +34,56 @@ from spsa_bench.results.provenance import history, rule_command  # noqa: E402
 
 
 def main() -> None:
-    start = time.perf_counter()
     w = snakemake.wildcards
     first, last = int(w.a), int(w.b)
-    config = resolve(grid.with_seeds(json.loads(snakemake.params.cell), first, last))
+    cells = json.loads(snakemake.params.cells)
+    configs = {arm: resolve(grid.with_seeds(cell, first, last)) for arm, cell in cells.items()}
+    shared = next(iter(configs.values()))  # the arms differ in hyperparameters only
+    check_memory(f"seeds.per_job: seeds {first}-{last}", cell_bytes(shared, w))
+    schedule = job_schedule(shared, w, first, last)
+    for (arm, config), output in zip(configs.items(), snakemake.output, strict=True):
+        start = time.perf_counter()
+        run_cell(config, arm, w, first, last, schedule, output)
+        print(f"({time.perf_counter() - start:.2f} s)", file=sys.stderr)
+
+
+def cell_bytes(config, w) -> int:
     params = scenario_param_count(config.scenario(w.scenario))
-    needed = run_bytes(last - first + 1, config.num_pairs, config.checkpoints, params)
-    check_memory(f"seeds.per_job: seeds {first}-{last}", needed)
-    schedule = None
-    if len(snakemake.input):
-        mode = config.batch_mode(w.batch_mode)
-        schedule = read_schedule(
-            snakemake.input[0],
-            num_pairs=config.num_pairs,
-            num_workers=mode.workers,
-            seeds=range(first, last + 1),
-        )
+    return run_bytes(int(w.b) - int(w.a) + 1, config.num_pairs, config.checkpoints, params)
+
+
+def job_schedule(config, w, first: int, last: int):
+    """The shared job schedule of an asynchronous cell; none for a synchronous one."""
+    if not len(snakemake.input):
+        return None
+    mode = config.batch_mode(w.batch_mode)
+    return read_schedule(
+        snakemake.input[0],
+        num_pairs=config.num_pairs,
+        num_workers=mode.workers,
+        seeds=range(first, last + 1),
+    )
+
+
+def run_cell(config, arm: str, w, first: int, last: int, schedule, output: str) -> None:
     ds = simulate(
         config,
-        optimizer=w.optimizer,
+        optimizer=arm,
         batch_mode=w.batch_mode,
         scenario=w.scenario,
         seeds=range(first, last + 1),
         schedule=schedule,
     )
     ds.attrs["history"] = history(
-        rule_command(snakemake.rule, dict(w.items())), when=ds.attrs["created"]
+        rule_command(snakemake.rule, dict(w.items()) | {"optimizer": arm}),
+        when=ds.attrs["created"],
     )
-    write_atomic(ds, snakemake.output.run)
+    write_atomic(ds, output)
     loss = ds["elo_loss"].isel(pairs=-1)
     print(
-        f"{w.optimizer}/{w.batch_mode}/{w.scenario} seeds {first}-{last}: final Elo loss "
-        f"mean {float(loss.mean()):.3f}, median {float(loss.median()):.3f} "
-        f"({time.perf_counter() - start:.2f} s)",
+        f"{arm}/{w.batch_mode}/{w.scenario} seeds {first}-{last}: final Elo loss "
+        f"mean {float(loss.mean()):.3f}, median {float(loss.median()):.3f} ",
+        end="",
         file=sys.stderr,
     )
 

@@ -1,7 +1,6 @@
-"""Snakemake script: the tuning protocol (tuning runs, tuned table and Markdown).
-
-The configuration is resolved from the workflow's own config (not from a resolved
-copy), so each swept arm keeps the record of its sweep.
+"""Snakemake script: the tuned table and Markdown from the tuning runs
+(``results/fishtest/tuning.nc``, which alone make the choice) and the benchmark's
+final losses on the test seeds.
 """
 # ruff: noqa: F821 - `snakemake` is defined by Snakemake's script preamble
 
@@ -11,14 +10,15 @@ from pathlib import Path
 sys.stderr = open(snakemake.log[0], "w", buffering=1)  # noqa: SIM115 - lives as long as the job
 sys.path.insert(0, str(Path(snakemake.scriptdir).resolve().parents[1] / "src"))
 
-from spsa_bench.cli.tune import write_tuned  # noqa: E402
+from spsa_bench.cli.tune import write_tuned_tables  # noqa: E402
 from spsa_bench.config.loader import resolve  # noqa: E402
-from spsa_bench.engine.tuning import print_progress, run_tuning, tuning_settings  # noqa: E402
+from spsa_bench.engine.tuning import tuning_settings  # noqa: E402
+from spsa_bench.results.cf import open_labelled  # noqa: E402
 from spsa_bench.results.combine import open_benchmark  # noqa: E402
 
-config = resolve(snakemake.config)
-settings = tuning_settings(config)
-ds = run_tuning(config, settings, progress=print_progress)
+settings = tuning_settings(resolve(snakemake.config))
+with open_labelled(snakemake.input.tuning) as tuning:
+    ds = tuning.load()
 benchmark = open_benchmark(snakemake.input.benchmark, ["elo_loss"])
 out = snakemake.output
-write_tuned(ds, benchmark, settings.baseline_sweep, [out.nc, out.csv, out.md])
+write_tuned_tables(ds, benchmark, settings.baseline_sweep, out.csv, out.md)

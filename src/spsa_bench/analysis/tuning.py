@@ -87,6 +87,43 @@ def choose(ds: xr.Dataset) -> pd.DataFrame:
     return choice
 
 
+def representatives(ds: xr.Dataset) -> dict[str, str]:
+    """One arm per sweep for the figures and the ranking: the robust choice over the
+    family's scenarios and every batch mode at once (the arm minimising the mean of
+    its median final loss divided by the best median of each (scenario, batch mode)
+    of the family; ties: the first arm). Reads ``ds`` (the tuning dataset) only."""
+    family = [s for s in str(ds.attrs["family"]).split(", ") if s]
+    median = _medians(ds).sel(scenario=family)
+    chosen = {}
+    for sweep in dict.fromkeys(str(s) for s in ds["sweep"].values):
+        arms = ds["arm"].values[ds["sweep"].values == sweep]
+        values = median.sel(arm=arms).transpose("arm", ...).values.reshape(len(arms), -1)
+        score = np.mean([_ratio(column, column.min()) for column in values.T], axis=0)
+        chosen[sweep] = str(arms[int(np.argmin(score))])
+    return chosen
+
+
+def comparison_arms(arms, tuning: xr.Dataset) -> list[str]:
+    """``arms`` (the benchmark's, in order) with each tuned sweep cut down to its
+    :func:`representatives` arm: the unswept arms and one tuned arm per sweep."""
+    swept = {str(arm) for arm in tuning["arm"].values}
+    kept = set(representatives(tuning).values())
+    return [str(arm) for arm in arms if str(arm) not in swept or str(arm) in kept]
+
+
+def select_comparison(ds: xr.Dataset, tuning_path) -> xr.Dataset:
+    """The benchmark ``ds`` cut down to :func:`comparison_arms` by the tuning runs at
+    ``tuning_path`` (the workflow's ``results/fishtest/tuning.nc``); ``ds`` itself
+    when there is no tuning file."""
+    if not tuning_path:
+        return ds
+    from spsa_bench.results.cf import open_labelled
+
+    with open_labelled(tuning_path) as tuning:
+        shown = comparison_arms(ds["optimizer"].values, tuning.load())
+    return ds.sel(optimizer=shown)
+
+
 #: Tuning-dataset attributes :func:`choose` carries into its frame (for the report).
 _CARRIED = (
     "criterion_text",

@@ -56,16 +56,25 @@ def run(args: argparse.Namespace) -> int:
 def write_tuned(ds, benchmark, baseline_sweep: str, paths) -> list[Path]:
     """The tuning runs' NetCDF file, the tuned CSV table and its Markdown at ``paths``
     (in that order), each written atomically."""
+    from spsa_bench.results.atomic import write_atomic
+
+    nc, csv, md = paths = [Path(path) for path in paths]
+    nc.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(ds, nc)
+    write_tuned_tables(ds, benchmark, baseline_sweep, csv, md)
+    return paths
+
+
+def write_tuned_tables(ds, benchmark, baseline_sweep: str, csv, md) -> None:
+    """The choice made from the tuning runs ``ds`` alone, reported on ``benchmark``'s
+    seeds: the tuned CSV table and its Markdown, each written atomically."""
     from spsa_bench.analysis.tuning import choose, tuned_markdown, tuned_table
-    from spsa_bench.results.atomic import atomic_write, write_atomic
+    from spsa_bench.results.atomic import atomic_write
 
     choice = choose(ds)
     table = tuned_table(choice, benchmark, baseline_sweep)
-    nc, csv, md = paths = [Path(path) for path in paths]
-    for path in paths:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(ds, nc)
+    for path in (csv, md):
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
     atomic_write(csv, lambda tmp: table.to_csv(tmp, index=False))
     text = tuned_markdown(table, choice)
     atomic_write(md, lambda tmp: Path(tmp).write_text(text))
-    return paths
