@@ -22,7 +22,7 @@ def test_default_config_resolves(default_config_path):
     assert {"sync", "async-fixed", "async-variable"} <= set(config.batch_modes)
     assert config.batch_mode("sync").is_sync
     assert config.optimizer("spsa").hyper.r_end == 0.002
-    assert config.resolved["optimizers"]["spsa-block"]["alpha"] == 0.602  # defaults are filled in
+    assert config.resolved["optimizers"]["spsa-block-r_scale-1"]["alpha"] == 0.602  # defaults filled in
 
 
 def test_committed_schema_is_current():
@@ -46,12 +46,34 @@ def test_packaged_default_config_is_the_repository_default(default_config_path):
 
 
 def test_the_default_grid_has_no_arm_identical_to_another(default_config_path):
-    """spsa-cwd with lambda_cwd 0 equals spsa and left the default grid."""
+    """spsa-cwd with lambda_cwd 0 equals spsa and left the default grid; the one
+    duplicate left is the baseline inside its own sweep (the sweep's line needs it)."""
     config = load_config(default_config_path)
-    arms = [(arm.kind, arm.hyper) for arm in config.optimizers.values()]
-    assert len(set(arms)) == len(arms)
+    seen: dict = {}
+    for arm in config.optimizers.values():
+        seen.setdefault((arm.kind, arm.hyper), []).append(arm)
+    duplicates = [arms for arms in seen.values() if len(arms) > 1]
+    assert [sorted(arm.name for arm in arms) for arms in duplicates] == [
+        ["spsa", "spsa-sweep-r_scale-1"]
+    ]
     cwd = [arm for arm in config.optimizers.values() if arm.kind == "spsa-cwd"]
     assert all(arm.hyper.lambda_cwd > 0 for arm in cwd)
+
+
+def test_the_default_sweeps_hold_the_hand_set_values(default_config_path):
+    """Every kind but Autoselect is swept, and each sweep holds the kind's hand-set
+    value (conftest.HAND_SET), so the sensitivity figure shows where it lies."""
+    from conftest import HAND_SET
+
+    config = load_config(default_config_path)
+    swept_kinds = {arm.kind for arm in config.optimizers.values() if arm.sweep is not None}
+    assert swept_kinds == {arm.kind for arm in config.optimizers.values()} - {"spsa-autoselect"}
+    for sweep, hand_set in HAND_SET.items():
+        ((key, value),) = hand_set.items()
+        values = [
+            getattr(arm.hyper, key) for arm in config.optimizers.values() if arm.sweep == sweep
+        ]
+        assert value in values and min(values) < value < max(values), sweep
 
 
 def _set(path, value):

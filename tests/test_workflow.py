@@ -15,10 +15,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
+import xarray as xr
 import yaml
 
+from spsa_bench.config.loader import read_yaml, resolve
+from spsa_bench.engine.simulate import simulate
 from spsa_bench.optimizers import REGISTRY
 from spsa_bench.results.cf import open_labelled
 
@@ -52,6 +56,18 @@ def grid_cells(path: Path) -> int:
     """Optimizer arms x batch modes x scenarios of the configuration file at ``path``."""
     raw = yaml.safe_load(Path(path).read_text())
     return len(raw["optimizers"]) * len(raw["batch_modes"]) * len(raw["scenarios"])
+
+
+def simulate_jobs(path: Path) -> dict[str, int]:
+    """Simulate jobs per rule and seed chunk of the configuration at ``path``: one per
+    unswept arm and cell (rule simulate), one per sweep and cell (simulate_sweep_<name>)."""
+    config = resolve(read_yaml(path))
+    cells = len(config.batch_modes) * len(config.scenarios)
+    sweeps = {arm.sweep for arm in config.optimizers.values() if arm.sweep is not None}
+    unswept = sum(arm.sweep is None for arm in config.optimizers.values())
+    jobs = {"simulate": unswept * cells}
+    jobs |= {"simulate_sweep_" + re.sub(r"\W", "_", sweep): cells for sweep in sweeps}
+    return jobs
 
 
 def job_counts(output: str) -> dict[str, int]:
@@ -118,8 +134,8 @@ def test_semantic_config_error_is_one_clear_line(env, tmp_path):
 
 @pytest.mark.slow
 def test_full_grid_and_nested_overrides(env, tmp_path):
-    """The default config expands to arms x batch modes x scenarios cells (10 x 3 x 6);
-    a nested --config override re-chunks the seeds."""
+    """The default config expands to arms x batch modes x scenarios cells, a sweep's
+    arms sharing one job per cell; a nested --config override re-chunks the seeds."""
     common = [
         "-n",
         "--directory",
@@ -131,10 +147,15 @@ def test_full_grid_and_nested_overrides(env, tmp_path):
     ]
     result = snakemake(env, *common, "--config", "seeds={first: 0, count: 100, per_job: 50}")
     counts = job_counts(result.stdout + result.stderr)
-    assert counts["simulate"] == grid_cells(REPO / "config" / "config.yaml") * 2 == 10 * 3 * 6 * 2
+    expected = simulate_jobs(REPO / "config" / "config.yaml")
+    assert {rule: counts[rule] for rule in expected} == {
+        rule: 2 * n for rule, n in expected.items()
+    }
+    # two unswept arms and nine sweeps, in 3 batch modes x 6 scenarios
+    assert expected["simulate"] == 2 * 3 * 6 and len(expected) == 1 + 9
     assert counts["schedule"] == 2 * 2  # two asynchronous modes x two seed chunks
     assert counts["validate_optimizers"] == 1
-    assert "results/runs/async-fixed/mixed/ademamix/seeds-50-99.nc" in result.stdout + result.stderr
+    assert "results/runs/async-fixed/mixed/ademamix-lr-0p01/seeds-50-99.nc" in result.stdout + result.stderr
 
 
 @pytest.mark.slow
@@ -162,8 +183,9 @@ def test_a_configfile_replaces_the_default_config_without_any_flag(env, tmp_path
     assert job_counts(override.stdout + override.stderr)["simulate"] == 2 * tiny_cells
     # ... and without a --configfile the directory's config/config.yaml is the grid.
     default = snakemake(env, *common)
-    default_cells = grid_cells(REPO / "config" / "config.yaml")
-    assert job_counts(default.stdout + default.stderr)["simulate"] == default_cells
+    default_jobs = simulate_jobs(REPO / "config" / "config.yaml")
+    counts = job_counts(default.stdout + default.stderr)
+    assert {rule: counts[rule] for rule in default_jobs} == default_jobs
 
 
 @pytest.mark.slow
@@ -304,8 +326,25 @@ def test_the_tuned_rule_chooses_on_tuning_seeds_and_reports_on_the_test_seeds(en
     config = tmp_path / "tuning.yaml"
     config.write_text(yaml.safe_dump(raw))
     base = ["--directory", str(tmp_path), "--snakefile", str(REPO / "Snakefile")]
+    # the sweep's two arms share one simulate job per cell
+    dry = snakemake(env, *base, "--replace-workflow-config", "--configfile", str(config), "-n")
+    counts = job_counts(dry.stdout + dry.stderr)
+    assert counts["simulate_sweep_adam"] == len(raw["scenarios"]) and counts["simulate"] == len(
+        raw["scenarios"]
+    )
     snakemake(env, *base, "--replace-workflow-config", "--configfile", str(config),
               "--cores", "2", "--quiet", timeout=600)  # fmt: skip
+    # ... and write each arm's run exactly as a run of that arm alone
+    scenario = next(iter(raw["scenarios"]))
+    bench = resolve(raw)
+    alone = simulate(
+        bench, optimizer="adam-lr-0p08", batch_mode="sync", scenario=scenario,
+        seeds=bench.seed_range(),
+    )  # fmt: skip
+    run = tmp_path / "results" / "runs" / "sync" / scenario / "adam-lr-0p08" / "seeds-0-3.nc"
+    with xr.open_dataset(run) as ds:
+        np.testing.assert_array_equal(ds["theta"].values, alone["theta"].values)
+        np.testing.assert_array_equal(ds["elo_loss"].values, alone["elo_loss"].values)
     tuned = pd.read_csv(tmp_path / "results" / "tables" / "tuned.csv")
     assert set(tuned["sweep"]) == {"adam"} and set(tuned["tuning"]) == {"oracle", "robust"}
     assert set(tuned["setting"]) <= {"lr=0.02", "lr=0.08"}
