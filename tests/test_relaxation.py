@@ -5,7 +5,7 @@ The prediction is checked against the optimizers' own update averaged over every
 against the deterministic recursion iterated pair by pair, against Autoselect's own
 games count (Fishtest's formula), against a pair-by-pair moment recursion and against a
 simulation (tolerances from its standard errors); the relaxation rule on trajectories
-with a known answer; the verdicts on constructed comparisons.
+with a known answer; the verdicts on real small runs.
 """
 
 import dataclasses
@@ -15,16 +15,17 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import random_rotations
+from conftest import random_rotations, small_config_dict
 
 from spsa_bench import optimizers
-from spsa_bench.analysis import linear_spsa, relaxation
+from spsa_bench.analysis import linear_spsa, ranking, relaxation, tables
 from spsa_bench.config.loader import OptimizerArm, load_config, resolve
 from spsa_bench.engine.simulate import make_noise, make_problem, simulate
 from spsa_bench.model.bowl import SeedBowls, build_problem
 from spsa_bench.optimizers.autoselect import SpsaAutoselectHyper, autoselect
 from spsa_bench.optimizers.base import Report
 from spsa_bench.optimizers.spsa import SpsaHyper, gain_schedule
+from spsa_bench.results.combine import combine_benchmark
 
 K = math.log(10.0) / 800.0
 
@@ -272,3 +273,80 @@ def test_an_unrelaxed_reference_is_not_ranked_and_without_one_the_baseline_decid
     unpredicted = cells([("adam", np.nan, 50.0), ("sgd", np.nan, math.inf)])
     assert relaxation.problem_verdicts(unpredicted, "adam", 10.0).iloc[0]["ranked"]
     assert not relaxation.problem_verdicts(unpredicted, "sgd", 10.0).iloc[0]["ranked"]
+
+
+# ------------------------------------------------------------------ NOT RANKED on real runs
+
+
+def tiny_benchmark(num_pairs: int):
+    """calibrated, sync, 8 seeds: spsa (the baseline, need 21,659 pairs), adam, sf-sgd."""
+    raw = small_config_dict(num_pairs=num_pairs)
+    raw["seeds"] = {"first": 0, "count": 8, "per_job": 8}
+    raw["scenarios"] = {"calibrated": raw["scenarios"]["calibrated"]}
+    raw["batch_modes"] = {"sync": raw["batch_modes"]["sync"]}
+    raw["optimizers"] = {"spsa": {}, "adam": {}, "sf-sgd": {}}
+    del raw["cend_study"], raw["workers_study"]
+    config = resolve(raw)
+    runs = [
+        simulate(config, optimizer=arm, batch_mode="sync", scenario="calibrated", seeds=range(8))
+        for arm in config.optimizers
+    ]
+    return combined(runs, config)
+
+
+def combined(runs, config):
+    """The runs written and combined as the workflow does, loaded into memory."""
+    import tempfile
+    from pathlib import Path
+
+    from spsa_bench.results.atomic import write_atomic
+
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = [write_atomic(run, Path(tmp) / f"{i}.nc") for i, run in enumerate(runs)]
+        order = {"optimizer": list(config.optimizers)}
+        return combine_benchmark(paths, order=order, config_json=config.to_json()).load()
+
+
+@pytest.fixture(scope="module", params=[600, 45000], ids=["tiny", "generous"])
+def budget_case(request):
+    ds = tiny_benchmark(request.param)
+    cells = relaxation.relaxation_table(ds)
+    table = tables.convergence_table(ds, baseline="spsa", targets=[0.5], n_boot=20,
+                                     relaxation=cells)  # fmt: skip
+    text = tables.convergence_markdown(table, baseline="spsa", targets=[0.5])
+    verdicts = relaxation.problem_verdicts(cells, "spsa", float(request.param))
+    ranks = ranking.rank_table(ds, n_boot=20, verdicts=verdicts)
+    return request.param, table, text, ranks, ranking.rank_markdown(ranks)
+
+
+def optimizer_column(text: str) -> list[str]:
+    """The optimizer column of the first comparison's table in the convergence markdown."""
+    block = text.split("### calibrated · sync", 1)[1].split("\n\n")[2]
+    return [line.split("|")[2].strip() for line in block.splitlines()[2:]]
+
+
+def test_not_ranked_for_a_tiny_budget_and_ranked_for_a_generous_one(budget_case):
+    budget, table, text, ranks, rank_text = budget_case
+    assert (table["predicted_need_pairs"].dropna() == 21659).all()
+    if budget == 600:
+        assert "**NOT RANKED**" in text and "**NOT RANKED**" in rank_text
+        assert "short by 21,059 pairs" in text
+        assert not table["ranked"].any() and table["rank"].isna().all()
+        assert ranks["rank"].isna().all() and (ranks["n_scenarios"] == 0).all()
+    else:
+        assert "**NOT RANKED**" not in text and "**NOT RANKED**" not in rank_text
+        assert table["ranked"].all() and math.isfinite(
+            table.set_index("optimizer").loc["spsa", "relaxation_pairs"]
+        )
+        assert sorted(table["rank"]) == [1.0, 2.0, 3.0]
+
+
+def test_rows_come_in_name_order_under_the_banner_and_by_loss_when_ranked(budget_case):
+    budget, table, text, ranks, _ = budget_case
+    shown = optimizer_column(text)
+    if budget == 600:
+        assert shown == sorted(shown) == ["adam", "sf-sgd", "spsa"]
+        assert list(ranks["arm"]) == ["adam", "sf-sgd", "spsa"]
+    else:
+        by_loss = table.sort_values("final_loss_mean")["optimizer"].tolist()
+        assert shown == by_loss and list(ranks.sort_values("rank")["arm"]) == list(ranks["arm"])

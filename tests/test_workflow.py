@@ -209,6 +209,12 @@ def test_tiny_benchmark_end_to_end(env, tmp_path):
     assert set(gaps["arm"]) == validated  # every arm with a micro reference is validated
     assert set(gaps["kind"]) == validated  # the tiny config's arms are the kinds
     assert "common random numbers" in (results / "tables" / "convergence.md").read_text()
+    # 2,000 pairs are far below the 21,659 the baseline spsa needs on calibrated: no
+    # comparison is ranked, every table says so
+    spsa = convergence[convergence["optimizer"] == "spsa"]
+    assert (spsa["predicted_need_pairs"] > 2000).all() and not convergence["ranked"].any()
+    for table in ("convergence.md", "ranks.md"):
+        assert "**NOT RANKED**" in (results / "tables" / table).read_text()
     for name in (
         "convergence",
         "ecdf_pairs_to_target",
