@@ -22,7 +22,8 @@ def test_default_config_resolves(default_config_path):
     assert {"sync", "async-fixed", "async-variable"} <= set(config.batch_modes)
     assert config.batch_mode("sync").is_sync
     assert config.optimizer("spsa").hyper.r_end == 0.002
-    assert config.resolved["optimizers"]["spsa-block-r_scale-1"]["alpha"] == 0.602  # defaults filled in
+    # defaults are filled in
+    assert config.resolved["optimizers"]["spsa-block-r_scale-1"]["alpha"] == 0.602
 
 
 def test_committed_schema_is_current():

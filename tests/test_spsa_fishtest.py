@@ -126,15 +126,15 @@ def test_end_values_are_the_scaled_per_parameter_c_end_and_r_end(kind):
 
 
 def test_schedule_r_k_is_per_parameter_with_a_per_parameter_r_end():
-    from spsa_bench.optimizers.spsa import _schedule
+    from spsa_bench.optimizers.spsa import gain_schedule
 
     r_end = np.array([0.001, 0.002, 0.0005, 0.004, 0.003])
     view = _view(num_pairs=3000, r_end=r_end)
     k = np.array([3000, 1, 17])
-    r_k = _schedule(view, SpsaHyper(r_scale=2.0)).r_k(k)
+    r_k = gain_schedule(view, SpsaHyper(r_scale=2.0)).r_k(k)
     assert r_k.shape == (3, N_PARAMS)
     np.testing.assert_allclose(r_k[0], 2.0 * r_end, rtol=1e-12)
-    uniform = _schedule(_view(), SpsaHyper()).r_k(k)
+    uniform = gain_schedule(_view(), SpsaHyper()).r_k(k)
     assert uniform.shape == (3, 1)
 
 

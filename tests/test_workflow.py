@@ -155,7 +155,8 @@ def test_full_grid_and_nested_overrides(env, tmp_path):
     assert expected["simulate"] == 2 * 3 * 6 and len(expected) == 1 + 9
     assert counts["schedule"] == 2 * 2  # two asynchronous modes x two seed chunks
     assert counts["validate_optimizers"] == 1
-    assert "results/runs/async-fixed/mixed/ademamix-lr-0p01/seeds-50-99.nc" in result.stdout + result.stderr
+    ademamix = "results/runs/async-fixed/mixed/ademamix-lr-0p01/seeds-50-99.nc"
+    assert ademamix in result.stdout + result.stderr
 
 
 @pytest.mark.slow
@@ -231,6 +232,12 @@ def test_tiny_benchmark_end_to_end(env, tmp_path):
     assert set(gaps["arm"]) == validated  # every arm with a micro reference is validated
     assert set(gaps["kind"]) == validated  # the tiny config's arms are the kinds
     assert "common random numbers" in (results / "tables" / "convergence.md").read_text()
+    # 2,000 pairs are far below the 21,659 the baseline spsa needs on calibrated: no
+    # comparison is ranked, every table says so
+    spsa = convergence[convergence["optimizer"] == "spsa"]
+    assert (spsa["predicted_need_pairs"] > 2000).all() and not convergence["ranked"].any()
+    for table in ("convergence.md", "ranks.md"):
+        assert "**NOT RANKED**" in (results / "tables" / table).read_text()
     for name in (
         "convergence",
         "ecdf_pairs_to_target",

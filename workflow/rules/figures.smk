@@ -158,6 +158,7 @@ rule ranking:
         runtime=report_runtime,
     params:
         targets=list(BENCH.targets),
+        baseline=BENCH.baseline,
     script:
         "../scripts/ranking.py"
 

@@ -13,7 +13,7 @@ matplotlib.use("Agg")  # files only, no display: before anything imports pyplot
 
 import numpy as np  # noqa: E402
 
-from spsa_bench.analysis import figures, ranking  # noqa: E402
+from spsa_bench.analysis import figures, ranking, relaxation  # noqa: E402
 from spsa_bench.analysis.tuning import select_comparison  # noqa: E402
 from spsa_bench.results.atomic import atomic_write  # noqa: E402
 from spsa_bench.results.combine import open_benchmark  # noqa: E402
@@ -31,7 +31,15 @@ figures.save(
     out.aggregated_ecdf,
     out.aggregated_ecdf_svg,
 )
-ranks = ranking.rank_table(ds)
+# the comparisons the budget supports (the configuration benchmark.nc records)
+budget = float(ds["pairs"].values[-1])
+cells = relaxation.relaxation_table(ds, curves=False)
+verdicts = relaxation.problem_verdicts(cells, snakemake.params.baseline, budget)
+ranks = ranking.rank_table(ds, verdicts=verdicts)
 atomic_write(out.ranks, lambda tmp: ranks.to_csv(tmp, index=False))
 atomic_write(out.ranks_md, lambda tmp: Path(tmp).write_text(ranking.rank_markdown(ranks)))
-print(f"ranking: {len(profile)} profile points, {len(ranks)} ranks", file=sys.stderr)
+print(
+    f"ranking: {len(profile)} profile points, {len(ranks)} ranks, "
+    f"{int((~verdicts['ranked']).sum())} of {len(verdicts)} comparisons NOT RANKED",
+    file=sys.stderr,
+)

@@ -9,14 +9,16 @@ sys.path.insert(
     0, str(Path(snakemake.scriptdir).resolve().parents[1] / "src")
 )  # scriptdir holds ".."
 
-from spsa_bench.analysis import tables  # noqa: E402
+from spsa_bench.analysis import relaxation, tables  # noqa: E402
 from spsa_bench.results.atomic import atomic_write  # noqa: E402
 from spsa_bench.results.combine import open_benchmark  # noqa: E402
 
 out, baseline, targets = snakemake.output, snakemake.params.baseline, snakemake.params.targets
 ds = open_benchmark(snakemake.input[0], ["elo_loss", *tables.SCHEDULE_VARIABLES])
 
-convergence = tables.convergence_table(ds, baseline=baseline, targets=targets)
+# predicted need and relaxation per cell, from the configuration benchmark.nc records
+relax = relaxation.relaxation_table(ds)
+convergence = tables.convergence_table(ds, baseline=baseline, targets=targets, relaxation=relax)
 convergence_md = tables.convergence_markdown(convergence, baseline=baseline, targets=targets)
 atomic_write(out.convergence, lambda tmp: convergence.to_csv(tmp, index=False, float_format="%.6g"))
 atomic_write(out.convergence_md, lambda tmp: Path(tmp).write_text(convergence_md))
@@ -25,7 +27,8 @@ kpis = tables.async_table(ds, optimizer=baseline)
 atomic_write(out.kpis, lambda tmp: kpis.to_csv(tmp, index=False, float_format="%.6g"))
 atomic_write(out.kpis_md, lambda tmp: Path(tmp).write_text(tables.async_markdown(kpis)))
 print(
-    f"convergence: {len(convergence)} rows, {int(convergence['significant'].sum())} significant; "
+    f"convergence: {len(convergence)} rows, {int(convergence['significant'].sum())} significant, "
+    f"{int((~convergence['ranked']).sum())} in comparisons NOT RANKED; "
     f"async: {len(kpis)} batch modes",
     file=sys.stderr,
 )

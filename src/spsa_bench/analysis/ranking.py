@@ -8,7 +8,9 @@ A *problem* is a (scenario, batch mode) cell of the combined dataset
 - :func:`aggregated_ecdf` - COCO's runtime ECDF pooled over all problems, seeds
   and targets, drawn by :func:`aggregated_ecdf_figure`;
 - :func:`rank_table` - per batch mode, each arm's rank averaged over scenarios
-  with a paired bootstrap interval, rendered by :func:`rank_markdown`;
+  with a paired bootstrap interval, rendered by :func:`rank_markdown`; given the
+  comparisons' verdicts (:func:`spsa_bench.analysis.relaxation.problem_verdicts`) only
+  over the scenarios whose budget supports a ranking, the others named NOT RANKED;
 - :func:`seeds_needed` - seeds a paired t-test needs to resolve a difference
   (defined in :mod:`spsa_bench.analysis.stats`).
 
@@ -251,19 +253,49 @@ def _average_ranks(means: np.ndarray) -> np.ndarray:
     return 1.0 + below + 0.5 * (equal - 1)
 
 
-def _one_mode(ds: xr.Dataset, mode: str, n_boot: int, seed: int) -> list[dict]:
+def _one_mode(
+    ds: xr.Dataset, mode: str, n_boot: int, seed: int, left_out: dict[str, str]
+) -> list[dict]:
+    """The rows of one batch mode, ranked over its scenarios but those in ``left_out``
+    (scenario: why not ranked); when none is left, the arms in name order, unranked."""
     arms = _arms(ds)
-    scenarios = [s for s, _ in _problems(ds, mode)]
-    if not scenarios:
+    every = [s for s, _ in _problems(ds, mode)]
+    scenarios = [s for s in every if s not in left_out]
+    not_ranked = "; ".join(f"{s}: {left_out[s]}" for s in every if s in left_out)
+    used = scenarios if scenarios else every
+    if not used:
         return []
     # (arm, scenario, seed), restricted to the seeds every arm has in every scenario
-    loss = np.stack(
-        [_final_loss(ds).sel(batch_mode=mode, scenario=s).values for s in scenarios], axis=1
-    )
+    loss = np.stack([_final_loss(ds).sel(batch_mode=mode, scenario=s).values for s in used], axis=1)
     loss = loss[..., np.isfinite(loss).all(axis=(0, 1))]
     n = loss.shape[-1]
     if n == 0:
         return []
+    if scenarios:
+        point, low, high = _ranks_with_interval(loss, n_boot, seed)
+    else:
+        point = low = high = np.full(len(arms), np.nan)
+    rows = [
+        {
+            "batch_mode": mode,
+            "arm": arm,
+            "rank": float(point[a]),
+            "rank_low": float(low[a]),
+            "rank_high": float(high[a]),
+            "mean_final_loss": float(loss[a].mean()),
+            "n_scenarios": len(scenarios),
+            "n_seeds": n,
+            "not_ranked": not_ranked,
+        }
+        for a, arm in enumerate(arms)
+    ]
+    return rows if scenarios else sorted(rows, key=lambda row: row["arm"])
+
+
+def _ranks_with_interval(loss: np.ndarray, n_boot: int, seed: int):
+    """Mean rank over scenarios of each arm of ``loss`` (arm, scenario, seed) and its
+    paired-bootstrap interval (:data:`RANK_PROBS`)."""
+    n = loss.shape[-1]
     point = _average_ranks(loss.mean(axis=-1)).mean(axis=1)
     # Paired bootstrap: one draw of seed indices per replicate, shared by every arm and
     # scenario, held as counts so the means are one matrix product.
@@ -274,43 +306,52 @@ def _one_mode(ds: xr.Dataset, mode: str, n_boot: int, seed: int) -> list[dict]:
     boot = loss @ counts.T / n  # (arm, scenario, replicate)
     boot_rank = _average_ranks(boot).mean(axis=1)  # (arm, replicate)
     low, high = np.quantile(boot_rank, RANK_PROBS, axis=1, method="inverted_cdf")
-    return [
-        {
-            "batch_mode": mode,
-            "arm": arm,
-            "rank": float(point[a]),
-            "rank_low": float(low[a]),
-            "rank_high": float(high[a]),
-            "mean_final_loss": float(loss[a].mean()),
-            "n_scenarios": len(scenarios),
-            "n_seeds": n,
-        }
-        for a, arm in enumerate(arms)
-    ]
+    return point, low, high
+
+
+def _left_out(verdicts: pd.DataFrame | None, mode: str) -> dict[str, str]:
+    """Scenario: shortfall of the comparisons of ``mode`` that are not ranked."""
+    if verdicts is None:
+        return {}
+    one = verdicts[(verdicts["batch_mode"] == mode) & ~verdicts["ranked"].astype(bool)]
+    return dict(zip(one["scenario"], one["shortfall"], strict=True))
 
 
 def rank_table(
-    ds: xr.Dataset, batch_mode: str | None = None, n_boot: int = 1000, seed: int = BOOTSTRAP_SEED
+    ds: xr.Dataset,
+    batch_mode: str | None = None,
+    n_boot: int = 1000,
+    seed: int = BOOTSTRAP_SEED,
+    verdicts: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """Per batch mode, each arm's rank by mean final loss, averaged over scenarios, with a
     95% bootstrap interval (2.5% and 97.5% quantiles, :data:`RANK_PROBS`).
 
     In each scenario the arms are ranked by their mean final Elo loss over seeds
-    (1 = lowest; ties share the average rank); ``rank`` is the mean of those ranks
-    over the scenarios present for every arm. The interval resamples seeds with
+    (1 = lowest; ties share the average rank); ``rank`` is the mean of those ranks over
+    the scenarios present for every arm. The interval resamples seeds with
     replacement, one set of seed indices per replicate shared by every arm and
     scenario (the design is paired by common random numbers), and recomputes the
     mean rank; ``seed`` seeds the generator. Only seeds that every arm has in every
     scenario of the batch mode are used. ``batch_mode=None``: every batch mode.
+
+    ``verdicts`` (:func:`spsa_bench.analysis.relaxation.problem_verdicts`): the
+    scenarios whose comparison is not ranked are left out of the ranks and named in
+    ``not_ranked`` with their shortfall; when no scenario of a batch mode is left, its
+    arms come in name order with NaN ranks and the mean loss over every scenario.
     Columns ``batch_mode, arm, rank, rank_low, rank_high, mean_final_loss,
-    n_scenarios, n_seeds``; rows by batch mode, then rank.
+    n_scenarios`` (the ranked ones), ``n_seeds, not_ranked``; rows by batch mode, then rank.
     """
     modes = [str(m) for m in ds["batch_mode"].values]
     if batch_mode is not None:
         if batch_mode not in modes:
             raise ValueError(f"batch mode {batch_mode!r} is not in the dataset")
         modes = [batch_mode]
-    rows = [row for mode in modes for row in _one_mode(ds, mode, n_boot, seed)]
+    rows = [
+        row
+        for mode in modes
+        for row in _one_mode(ds, mode, n_boot, seed, _left_out(verdicts, mode))
+    ]
     columns = [
         "batch_mode",
         "arm",
@@ -320,17 +361,21 @@ def rank_table(
         "mean_final_loss",
         "n_scenarios",
         "n_seeds",
+        "not_ranked",
     ]
     table = pd.DataFrame(rows, columns=columns)
     order = {m: i for i, m in enumerate(modes)}
     table = table.sort_values(
-        ["batch_mode", "rank"], key=lambda c: c.map(order) if c.name == "batch_mode" else c
+        ["batch_mode", "rank"],
+        key=lambda c: c.map(order) if c.name == "batch_mode" else c,
+        kind="stable",
     )
     return table.reset_index(drop=True)
 
 
 def rank_markdown(table: pd.DataFrame) -> str:
-    """The rank table as markdown: one section per batch mode, with the reading notes."""
+    """The rank table as markdown: one section per batch mode, with the reading notes
+    and, where the budget does not support a ranking, the NOT RANKED scenarios."""
     lo, hi = (f"{100 * p:g}%" for p in RANK_PROBS)
     parts = [
         "# Ranks of the optimizers",
@@ -341,17 +386,27 @@ def rank_markdown(table: pd.DataFrame) -> str:
         f"{lo} and {hi} quantiles of the mean rank over bootstrap resamples of the seeds; each "
         "resample draws one set of seeds shared by every optimizer and scenario, keeping the "
         "pairing by common random numbers. *Mean loss*: the final Elo loss averaged over "
-        "scenarios and seeds.",
+        "scenarios and seeds. A scenario whose budget is below the predicted need of its "
+        "reference SPSA arm, or whose reference arm has not relaxed, is NOT RANKED: left out "
+        'of the ranks and named with its shortfall (docs/benchmark.md, "Is the budget big '
+        'enough? (NOT RANKED)").',
         "",
     ]
     t = table.copy()
     t["interval"] = _interval(t, "rank_low", "rank_high", 2)
     for mode in dict.fromkeys(t["batch_mode"]):
         one = t[t["batch_mode"] == mode]
+        parts += [_mode_heading(one), ""]
+        not_ranked = str(one["not_ranked"].iloc[0]) if "not_ranked" in one else ""
+        if int(one["n_scenarios"].iloc[0]) == 0:
+            parts += [
+                f"**NOT RANKED**: no scenario's budget supports a ranking ({not_ranked}). Rows "
+                "in name order; the mean loss over every scenario is shown for the record.",
+                "",
+            ]
+        elif not_ranked:
+            parts += [f"**NOT RANKED** (left out of the ranks): {not_ranked}.", ""]
         parts += [
-            f"## {mode} ({int(one['n_scenarios'].iloc[0])} scenarios, "
-            f"{int(one['n_seeds'].iloc[0])} seeds)",
-            "",
             markdown_table(
                 one,
                 {
@@ -365,3 +420,8 @@ def rank_markdown(table: pd.DataFrame) -> str:
             "",
         ]
     return "\n".join(parts)
+
+
+def _mode_heading(one: pd.DataFrame) -> str:
+    ranked = int(one["n_scenarios"].iloc[0])
+    return f"## {one['batch_mode'].iloc[0]} ({ranked} scenarios ranked, {int(one['n_seeds'].iloc[0])} seeds)"

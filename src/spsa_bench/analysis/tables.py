@@ -5,7 +5,10 @@ final Elo loss (mean with t-interval, median, 10% and 90% quantiles), the
 paired difference of final Elo against the baseline arm (mean, t-interval,
 p-value, Holm-adjusted p-value across the table, significance mark, and the
 seeds a paired t-test would need to resolve a difference of ``SEEDS_DELTA``
-Elo) and COCO-style runtimes to the Elo-loss targets.
+Elo) and COCO-style runtimes to the Elo-loss targets; given the cells'
+:func:`~spsa_bench.analysis.relaxation.relaxation_table`, also each arm's predicted
+need, budget fraction and relaxation, each comparison's verdict (ranked, or NOT
+RANKED with its shortfall) and the rank within the ranked comparisons.
 
 :func:`async_table` - one row per batch mode: medians over seeds of the
 per-seed schedule KPIs and summaries of the worker pool.
@@ -109,8 +112,15 @@ def convergence_table(
     boot_seed: int = BOOTSTRAP_SEED,
     seeds_delta: float = SEEDS_DELTA,
     seeds_power: float = SEEDS_POWER,
+    relaxation: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """The convergence table (see the module docstring); rows by batch mode, scenario, optimizer.
+
+    ``relaxation``: the cells' :func:`~spsa_bench.analysis.relaxation.relaxation_table`;
+    adds its columns, the comparison's verdict (``need_reference``,
+    ``reference_need_pairs``, ``reference_budget_fraction``, ``ranked``, ``shortfall``:
+    :func:`~spsa_bench.analysis.relaxation.problem_verdicts`), ``budget_pairs`` and ``rank`` (by mean
+    final loss, 1 = lowest, ties averaged; NaN in a comparison that is not ranked).
 
     ``seeds_needed`` (NaN for the baseline and for fewer than two paired seeds):
     :func:`stats.seeds_needed` of the cell's per-seed differences, i.e. the seeds a
@@ -161,7 +171,33 @@ def convergence_table(
     table["p_holm"] = stats.holm(table["p_value"].to_numpy())
     table["significant"] = table["p_holm"] < alpha
     order = [c for c in table.columns if not c.startswith(("reached_", "median_pairs_", "aRT_"))]
-    return table[order + [c for c in table.columns if c not in order]]
+    table = table[order + [c for c in table.columns if c not in order]]
+    if relaxation is not None:
+        table = _with_relaxation(table, relaxation, baseline, budget)
+    return table
+
+
+def _with_relaxation(
+    table: pd.DataFrame, relaxation: pd.DataFrame, baseline: str, budget: float
+) -> pd.DataFrame:
+    """The cells' relaxation columns, each comparison's verdict and the ranks (see
+    :func:`convergence_table`)."""
+    from spsa_bench.analysis.relaxation import CELL_COLUMNS, problem_verdicts
+
+    table = table.merge(relaxation[CELL_COLUMNS], on=CELL_COLUMNS[:3], how="left")
+    verdicts = problem_verdicts(relaxation, baseline, budget).rename(
+        columns={
+            "reference": "need_reference",
+            "need_pairs": "reference_need_pairs",
+            "budget_fraction": "reference_budget_fraction",
+        }
+    )
+    table = table.merge(verdicts, on=["scenario", "batch_mode"], how="left")
+    table["ranked"] = table["ranked"].eq(True)
+    table["budget_pairs"] = budget
+    rank = table.groupby(["batch_mode", "scenario"], sort=False)["final_loss_mean"].rank()
+    table["rank"] = rank.where(table["ranked"])
+    return table
 
 
 # ------------------------------------------------------------------ async
@@ -364,10 +400,7 @@ def convergence_markdown(
         "approximation refined with the noncentral t); more seeds than the table has means a "
         "difference of that size may still be hidden in the noise.",
         "",
-        "## Final Elo loss and paired difference",
-        "",
-        markdown_table(t, _final_columns(t, baseline, pct, seeds_delta)),
-        "",
+        _final_markdown(t, baseline, pct, seeds_delta),
         "## Runtime to Elo-loss targets",
         "",
         "A target f is reached when the Elo loss falls to (1 − f) × (peak_elo − start_elo), read on "
@@ -380,6 +413,114 @@ def convergence_markdown(
     ]
     parts.append(_runtime_markdown(t, targets))
     return "\n".join(parts) + "\n"
+
+
+def _final_markdown(t: pd.DataFrame, baseline: str, pct: str, seeds_delta: float) -> str:
+    """The final-loss part: one table, or (with the relaxation columns) one section per
+    comparison under its verdict, then the budget table."""
+    columns = _final_columns(t, baseline, pct, seeds_delta)
+    head = ["## Final Elo loss and paired difference", ""]
+    if "ranked" not in t:
+        return "\n".join([*head, markdown_table(t, columns), ""])
+    from spsa_bench.analysis.relaxation import verdict_line
+
+    del columns["batch_mode"], columns["scenario"]
+    columns = {"rank_txt": "rank", **columns}
+    t["rank_txt"] = [f"{r:g}" if np.isfinite(r) else "–" for r in t["rank"].astype(float)]
+    budget = float(t["budget_pairs"].iloc[0])
+    parts = head
+    for (mode, scenario), one in t.groupby(["batch_mode", "scenario"], sort=False):
+        first = one.iloc[0]
+        ranked = bool(first["ranked"])
+        rows = one.sort_values(["rank", "optimizer"] if ranked else "optimizer")
+        line = verdict_line(
+            ranked,
+            str(first["shortfall"]),
+            str(first["need_reference"]),
+            float(first["reference_need_pairs"]),
+            budget,
+        )
+        parts += [f"### {scenario} · {mode}", "", line, "", markdown_table(rows, columns), ""]
+    parts += [_budget_markdown(t, budget), ""]
+    return "\n".join(parts)
+
+
+def _pairs_cell(value: float) -> str:
+    """Pairs in a budget table: ``—`` for no prediction, ``not reached`` for infinity."""
+    if math.isnan(value):
+        return "—"
+    return f"{value:,.0f}" if math.isfinite(value) else "not reached"
+
+
+def _budget_markdown(t: pd.DataFrame, budget: float) -> str:
+    """The section "Is the budget big enough?": each cell's need, fraction and relaxations,
+    the rule and its assumptions, and the predicted against the measured relaxation."""
+    from spsa_bench.analysis import linear_spsa, relaxation
+
+    t = t.copy()
+    t["need_txt"] = [
+        "—" if math.isnan(v) else (f"{v:,.0f}" if math.isfinite(v) else "> 10^12")
+        for v in t["predicted_need_pairs"].astype(float)
+    ]
+    t["fraction_txt"] = [
+        "—" if math.isnan(v) else f"{v:.3g}" for v in t["budget_fraction"].astype(float)
+    ]
+    for name in ("predicted_relaxation_pairs", "relaxation_pairs"):
+        t[f"{name}_txt"] = [_pairs_cell(v) for v in t[name].astype(float)]
+    columns = {
+        "batch_mode": "batch mode",
+        "scenario": "scenario",
+        "optimizer": "optimizer",
+        "need_txt": "predicted need (pairs)",
+        "fraction_txt": "budget / need",
+        "predicted_relaxation_pairs_txt": "predicted relaxation",
+        "relaxation_pairs_txt": "measured relaxation",
+    }
+    lines = [
+        "## Is the budget big enough?",
+        "",
+        f"Budget {budget:,.0f} pairs. *Predicted need*: the smallest budget whose own gain "
+        "schedule brings the mean loss left from the start, in the arm's linearised dynamics on "
+        f"the true bowl, to exp(−2 × {linear_spsa.RELAXATION_TIMES:g}) of the start loss "
+        f"(Van den Bergh's {linear_spsa.RELAXATION_TIMES:g} relaxation times, weighted by the "
+        "loss each mode carries; the median seed's for drawn instances); — for the kinds "
+        "without a linear prediction. *Relaxation*: the first checkpoint where the mean loss "
+        f"over seeds is within {relaxation.RELAXED_SHARE:g} of its start excess above the "
+        f"plateau (its mean over the last {relaxation.PLATEAU_SHARE:.0%} of the budget); not "
+        f"reached when it never falls or comes after {relaxation.LATEST_SHARE:.0%} of the "
+        "budget; *predicted*: the same rule on the predicted mean loss. A comparison is ranked "
+        "only when the budget covers its reference arm's predicted need (the baseline, else the "
+        "first arm with a prediction) and that arm's measured relaxation was reached. The "
+        'derivation and its check: docs/benchmark.md, "Is the budget big enough? (NOT RANKED)".',
+        "",
+        markdown_table(t, columns),
+    ]
+    closeness = _closeness(t)
+    if closeness:
+        lines += [
+            "",
+            "Predicted against measured relaxation of the reference arms: " + closeness + ".",
+        ]
+    return "\n".join(lines)
+
+
+def _closeness(t: pd.DataFrame) -> str:
+    """``scenario · mode: predicted P vs measured M pairs (+x%)`` for each reference arm
+    with both relaxations reached."""
+    own = t[t["optimizer"] == t["need_reference"]]
+    items = []
+    for _, row in own.iterrows():
+        predicted, measured = (
+            float(row["predicted_relaxation_pairs"]),
+            float(row["relaxation_pairs"]),
+        )
+        if math.isfinite(predicted) and math.isfinite(measured) and measured > 0:
+            items.append(
+                f"{row['scenario']} · {row['batch_mode']} `{row['optimizer']}`: predicted "
+                f"{predicted:,.0f} vs measured {measured:,.0f} pairs "
+                f"({100.0 * (predicted / measured - 1.0):+.0f}%)"
+            )
+    return "; ".join(items)
 
 
 def _runtime_markdown(t: pd.DataFrame, targets) -> str:

@@ -136,9 +136,11 @@ def autoselect(view: DeveloperView, hyper: SpsaAutoselectHyper) -> dict:
     return {"c_end": c_end, "r": r, "draw_ratio": ratio, "games": games}
 
 
-def build_spsa_autoselect(view: DeveloperView, hyper: SpsaAutoselectHyper) -> Optimizer:
+def autoselect_schedule(view: DeveloperView, hyper: SpsaAutoselectHyper) -> GainSchedule:
+    """The constant gains the arm plays: Autoselect's ``c_end`` and ``r`` times
+    ``c_scale`` and ``r_scale``, ``A = alpha = gamma = 0``."""
     choice = autoselect(view, hyper)
-    schedule = GainSchedule.fishtest(
+    return GainSchedule.fishtest(
         choice["c_end"] * hyper.c_scale,
         choice["r"] * hyper.r_scale,
         0.0,
@@ -146,6 +148,11 @@ def build_spsa_autoselect(view: DeveloperView, hyper: SpsaAutoselectHyper) -> Op
         0.0,
         view.num_pairs,
     )
+
+
+def build_spsa_autoselect(view: DeveloperView, hyper: SpsaAutoselectHyper) -> Optimizer:
+    choice = autoselect(view, hyper)
+    schedule = autoselect_schedule(view, hyper)
     optimizer = spsa_from_schedule(view, hyper, schedule, "spsa-autoselect")
     info = {
         "autoselect_games": float(choice["games"]),

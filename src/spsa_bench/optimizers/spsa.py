@@ -200,7 +200,9 @@ def effective_A(hyper: SpsaHyper, num_pairs: int) -> float:
     return float(int(hyper.A_ratio * num_pairs)) if hyper.A_ratio is not None else hyper.A
 
 
-def _schedule(view: DeveloperView, hyper: SpsaHyper) -> GainSchedule:
+def gain_schedule(view: DeveloperView, hyper: SpsaHyper) -> GainSchedule:
+    """The arm's Fishtest gain schedule: ``c_end`` the view's ``c_dev`` times ``c_scale``,
+    ``r_end`` the view's per-parameter one (else the arm's) times ``r_scale``."""
     r_end = hyper.r_end if view.r_end is None else view.r_end
     return GainSchedule.fishtest(
         view.c_dev * hyper.c_scale,
@@ -298,7 +300,7 @@ def _probe_of(view: DeveloperView, hyper, schedule: GainSchedule) -> _Probe:
 
 
 def build_spsa(view: DeveloperView, hyper: SpsaHyper) -> Optimizer:
-    return spsa_from_schedule(view, hyper, _schedule(view, hyper), "spsa")
+    return spsa_from_schedule(view, hyper, gain_schedule(view, hyper), "spsa")
 
 
 def spsa_from_schedule(view: DeveloperView, hyper, schedule: GainSchedule, name: str) -> Optimizer:
@@ -330,7 +332,7 @@ def _first_raised(schedule: GainSchedule, floor: np.ndarray, last: int) -> np.nd
 
 
 def build_spsa_block(view: DeveloperView, hyper: SpsaHyper) -> Optimizer:
-    schedule = _schedule(view, hyper)
+    schedule = gain_schedule(view, hyper)
     probe = _probe_of(view, hyper, schedule)
     init, perturbation, export = _common(view, probe)
     # cumulative_gain[k] = sum_{i=1..k} k**gamma / (A + k)**alpha; a report never
@@ -380,7 +382,7 @@ def build_spsa_block(view: DeveloperView, hyper: SpsaHyper) -> Optimizer:
 def build_spsa_cwd(view: DeveloperView, hyper: SpsaCwdHyper) -> Optimizer:
     """spsa-cwd; the decay's rate is the schedule's ``r_k`` (per parameter with a
     per-parameter r_end; ``min_c`` raises the probe and step, not the decay)."""
-    schedule = _schedule(view, hyper)
+    schedule = gain_schedule(view, hyper)
     probe = _probe_of(view, hyper, schedule)
     init, perturbation, export = _common(view, probe)
 

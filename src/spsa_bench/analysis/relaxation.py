@@ -1,0 +1,247 @@
+"""Is the budget big enough? Predicted need, measured relaxation, and what may be ranked.
+
+Per cell (arm x batch mode x scenario) of the combined dataset (:func:`relaxation_table`):
+
+- ``predicted_need_pairs``: the pairs the arm needs to converge, from its linearised
+  dynamics (:func:`spsa_bench.analysis.linear_spsa.predicted_need`; NaN, shown "—", for
+  the kinds that have none), and ``budget_fraction`` = budget / that need;
+- ``relaxation_pairs``: when the mean Elo loss over seeds relaxed (:func:`relaxation_pairs`),
+  and ``predicted_relaxation_pairs``, the same rule on the predicted mean loss
+  (:func:`~spsa_bench.analysis.linear_spsa.predicted_mean_loss`, with the pairs per
+  report of the batch mode; where the truth is drawn per seed, both predictions average
+  the first ``PREDICTED_SEEDS`` = 100 seeds of the run).
+
+Relaxation of a mean-loss trajectory ``L`` on the checkpoint grid::
+
+    plateau = mean of L at the checkpoints of the last PLATEAU_SHARE (10%) of the budget
+    relaxed = the first checkpoint with L <= plateau + RELAXED_SHARE (10%) * (L(0) - plateau)
+
+It is "not reached" (``inf``) when ``L`` did not fall (``L(0) - plateau`` at most
+``FALL_SE`` = 2 standard errors of the per-seed falls), when it is still falling (the
+least-squares line through the second half of the budget drops by more than the band,
+``RELAXED_SHARE * (L(0) - plateau)``, over that half), or when it comes after
+``LATEST_SHARE`` (half) of the budget, where the plateau estimate may still hold part of
+the fall (an exponential relaxed by half the budget, ``ln 10 = 2.3`` time constants for
+the band, has at most ``exp(-4.1)``, 1.6%, of its excess left when the plateau window opens).
+
+A comparison (scenario x batch mode) is **ranked** only when (a) the budget is at least
+the predicted need of its reference arm (the baseline when it has a prediction, else the
+first arm of the grid that has one) and (b) that arm's (or, without one, the baseline's)
+measured relaxation was reached; otherwise it is NOT RANKED and the shortfall is named
+(:func:`problem_verdicts`), as the original lab's later work prints an undersized sweep
+(ppigazzini/fishtest-spsa-lab, branch ``refactor``, ``simulator/main.py``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from spsa_bench.analysis import linear_spsa
+
+#: The plateau: the mean over the checkpoints of the last 10% of the budget.
+PLATEAU_SHARE = 0.1
+#: Relaxed: within 10% of the start's excess over the plateau.
+RELAXED_SHARE = 0.1
+#: A relaxation after half the budget counts as "not reached".
+LATEST_SHARE = 0.5
+#: A fall from the start to the plateau of at most this many standard errors is none.
+FALL_SE = 2.0
+#: Seeds whose drawn instances the prediction averages (bounds its time and memory).
+PREDICTED_SEEDS = 100
+
+CELL_COLUMNS = [
+    "optimizer",
+    "batch_mode",
+    "scenario",
+    "predicted_need_pairs",
+    "budget_fraction",
+    "predicted_relaxation_pairs",
+    "relaxation_pairs",
+    "no_prediction",
+]
+
+
+def relaxation_pairs(mean_loss, pairs, excess_se: float = 0.0) -> float:
+    """Pairs at the checkpoint where ``mean_loss`` relaxed (module docstring); ``inf``: not
+    reached. ``excess_se``: the standard error of ``L(0) - plateau`` (0 for a prediction)."""
+    loss = np.asarray(mean_loss, dtype=np.float64)
+    pairs = np.asarray(pairs, dtype=np.float64)
+    budget = pairs[-1]
+    plateau = float(np.mean(loss[pairs >= (1.0 - PLATEAU_SHARE) * budget]))
+    excess = loss[0] - plateau
+    if not excess > FALL_SE * excess_se:
+        return math.inf  # no measurable fall
+    band = RELAXED_SHARE * excess
+    second = pairs >= 0.5 * budget
+    if second.sum() >= 2:
+        slope = np.polyfit(pairs[second], loss[second], 1)[0]
+        if -slope * 0.5 * budget > band:
+            return math.inf  # still falling
+    first = float(pairs[np.argmax(loss <= plateau + band)])
+    return first if first <= LATEST_SHARE * budget else math.inf
+
+
+def measured_relaxation(loss: np.ndarray, pairs) -> float:
+    """:func:`relaxation_pairs` of the mean over seeds of ``loss`` ``(seed, pairs)`` (NaN
+    rows: seeds not run), with the standard error of the fall from the per-seed falls."""
+    loss = loss[np.isfinite(loss).all(axis=-1)]
+    pairs = np.asarray(pairs, dtype=np.float64)
+    window = pairs >= (1.0 - PLATEAU_SHARE) * pairs[-1]
+    falls = loss[:, 0] - loss[:, window].mean(axis=-1)
+    se = float(falls.std(ddof=1) / math.sqrt(falls.size)) if falls.size > 1 else 0.0
+    return relaxation_pairs(loss.mean(axis=0), pairs, se)
+
+
+def benchmark_config(ds: xr.Dataset):
+    """The resolved configuration a combined dataset records (its ``config`` attribute)."""
+    from spsa_bench.config.loader import resolve
+
+    if "config" not in ds.attrs:
+        raise ValueError("the dataset records no configuration (attribute 'config')")
+    return resolve(json.loads(ds.attrs["config"]))
+
+
+def _pairs_per_report(ds: xr.Dataset, config, mode: str) -> float:
+    """Pairs per report of a batch mode, pair-weighted: the schedule KPI when the dataset
+    has it, else the configured fixed batch size, else NaN."""
+    if "batch_mean_pairs" in ds:
+        values = ds["batch_mean_pairs"].sel(batch_mode=mode).values
+        if np.isfinite(values).any():
+            return float(np.nanmedian(values))
+    size = config.batch_mode(mode).batch_size
+    return float(size) if size else math.nan
+
+
+def _scenario_seeds(ds: xr.Dataset, scenario: str) -> list[int]:
+    """The seeds the prediction of a scenario averages: the first :data:`PREDICTED_SEEDS`
+    that ran (they matter only where the truth is drawn per seed)."""
+    start = ds["elo_loss"].isel(pairs=0).sel(scenario=scenario).transpose(..., "seed")
+    ran = np.isfinite(start.values).reshape(-1, start.sizes["seed"]).any(axis=0)
+    return [int(s) for s in ds["seed"].values[ran][:PREDICTED_SEEDS]]
+
+
+def _scenario_rows(ds: xr.Dataset, config, scenario: str, curves: bool) -> list[dict]:
+    """The cells of one scenario: measured relaxation, and the prediction of each SPSA arm
+    (its predicted relaxation only with ``curves``)."""
+    from spsa_bench.engine.simulate import make_noise, make_problem
+
+    problem = make_problem(config, scenario, _scenario_seeds(ds, scenario))
+    hessian = linear_spsa.loss_hessian(problem.bowl, problem.view.c_dev)
+    variance = linear_spsa.pair_variance(make_noise(config, scenario))
+    pairs = ds["pairs"].values
+    budget = float(pairs[-1])
+    losses = (
+        ds["elo_loss"].sel(scenario=scenario).transpose("optimizer", "batch_mode", "seed", "pairs")
+    )
+    rows = []
+    for optimizer in ds["optimizer"].values:
+        arm = config.optimizer(str(optimizer))
+        reason = linear_spsa.not_predicted(arm, problem.view)
+        model = need = None
+        if reason is None:
+            model = linear_spsa.linearise(arm, problem, config.signal, hessian)
+            need = linear_spsa.predicted_need(arm, problem, model)
+        for mode in ds["batch_mode"].values:
+            loss = losses.sel(optimizer=optimizer, batch_mode=mode).values
+            if not np.isfinite(loss[:, 0]).any():
+                continue  # a cell that was not run
+            row = dict.fromkeys(CELL_COLUMNS[3:7], math.nan)
+            row.update(optimizer=str(optimizer), batch_mode=str(mode), scenario=scenario)
+            row.update(
+                relaxation_pairs=measured_relaxation(loss, pairs), no_prediction=reason or ""
+            )
+            if model is not None:
+                row.update(
+                    predicted_need_pairs=need,
+                    budget_fraction=budget / need if need > 0 else math.inf,
+                )
+            if model is not None and curves:
+                block = _pairs_per_report(ds, config, str(mode))
+                curve = linear_spsa.predicted_mean_loss(model, pairs, variance, block)
+                row["predicted_relaxation_pairs"] = relaxation_pairs(curve, pairs)
+            rows.append(row)
+    return rows
+
+
+def relaxation_table(ds: xr.Dataset, config=None, curves: bool = True) -> pd.DataFrame:
+    """One row per cell that was run (columns :data:`CELL_COLUMNS`; ``no_prediction``: why
+    an arm has no linear prediction, empty when it has one). ``config``: the resolved
+    configuration of the run (default: the one ``ds`` records); ``curves=False`` skips the
+    predicted mean loss (``predicted_relaxation_pairs`` NaN), which the verdicts do not use."""
+    config = benchmark_config(ds) if config is None else config
+    scenarios = [str(s) for s in ds["scenario"].values]
+    rows = [row for s in scenarios for row in _scenario_rows(ds, config, s, curves)]
+    return pd.DataFrame(rows, columns=CELL_COLUMNS)
+
+
+def _reference(cells: pd.DataFrame, baseline: str) -> pd.Series | None:
+    """The reference arm's row of one comparison: the baseline when it has a prediction,
+    else the first arm that has one; ``None`` when no arm has."""
+    predicted = cells[cells["no_prediction"] == ""]
+    if predicted.empty:
+        return None
+    own = predicted[predicted["optimizer"] == baseline]
+    return (own if not own.empty else predicted).iloc[0]
+
+
+def _shortfall(budget: float, reference: pd.Series | None, relaxed: float, arm: str) -> str:
+    """Why a comparison is not ranked, empty when it is (module docstring)."""
+    if reference is not None:
+        need = float(reference["predicted_need_pairs"])
+        if budget < need:
+            return (
+                f"the budget, {budget:,.0f} pairs, is {budget / need:.2g} of the "
+                f"{_pairs_text(need)} `{arm}` needs (short by {_pairs_text(need - budget)})"
+            )
+    if not math.isfinite(relaxed):
+        return f"the mean loss of `{arm}` has not relaxed within the budget (measured)"
+    return ""
+
+
+def _pairs_text(pairs: float) -> str:
+    return f"{pairs:,.0f} pairs" if math.isfinite(pairs) else "more than 10^12 pairs"
+
+
+def problem_verdicts(relaxation: pd.DataFrame, baseline: str, budget: float) -> pd.DataFrame:
+    """One row per comparison (scenario x batch mode): ``reference`` arm, its
+    ``need_pairs``, ``budget_fraction``, ``ranked`` and ``shortfall`` (empty when ranked)."""
+    rows = []
+    for (scenario, mode), cells in relaxation.groupby(["scenario", "batch_mode"], sort=False):
+        reference = _reference(cells, baseline)
+        arm = baseline if reference is None else str(reference["optimizer"])
+        judged = cells[cells["optimizer"] == arm]
+        relaxed = float(judged["relaxation_pairs"].iloc[0]) if not judged.empty else math.nan
+        need = math.nan if reference is None else float(reference["predicted_need_pairs"])
+        reason = _shortfall(budget, reference, relaxed, arm)
+        rows.append(
+            {
+                "scenario": scenario,
+                "batch_mode": mode,
+                "reference": arm,
+                "need_pairs": need,
+                "budget_fraction": budget / need if need > 0 else math.inf,
+                "ranked": reason == "",
+                "shortfall": reason,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def verdict_line(ranked: bool, shortfall: str, reference: str, need: float, budget: float) -> str:
+    """The Markdown line above a comparison: ranked, or NOT RANKED with the shortfall."""
+    if not ranked:
+        return (
+            f"**NOT RANKED**: {shortfall}. Rows in name order; the values are shown for the "
+            "record, not as a league table."
+        )
+    if math.isnan(need):
+        return "Ranked by mean final loss (no arm has a predicted need; the baseline relaxed)."
+    return (
+        f"Ranked by mean final loss: the budget, {budget:,.0f} pairs, is "
+        f"{budget / need:.2g} × the {_pairs_text(need)} `{reference}` needs."
+    )
