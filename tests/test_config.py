@@ -227,3 +227,30 @@ def test_resolved_config_round_trips_through_yaml():
     config = resolve(small_config_dict())
     again = resolve(yaml.safe_load(yaml.safe_dump(config.resolved)))
     assert again.resolved == config.resolved
+
+
+def test_the_1000_seed_profile_runs_the_design_card_grid(default_config_path):
+    """profiles/seeds-1000 reads config/seeds-1000.yaml: every kind of the original lab
+    at its hand-set value plus Autoselect, x the default's batch modes x its four
+    miscalibration scenarios, at 1000 seeds in one job per cell, no study."""
+    from conftest import HAND_SET
+
+    repo = default_config_path.parents[1]
+    profile = yaml.safe_load((repo / "profiles" / "seeds-1000" / "config.yaml").read_text())
+    config = load_config(repo / profile["configfile"])
+    default = load_config(default_config_path)
+    assert (config.seeds_count, config.seeds_per_job) == (1000, 1000)
+    assert config.num_pairs == default.num_pairs
+    assert config.resolved["batch_modes"] == default.resolved["batch_modes"]
+    miscalibration = ["calibrated", "dev-underestimates", "dev-overestimates", "mixed"]
+    assert list(config.scenarios) == miscalibration
+    assert all(
+        config.resolved["scenarios"][s] == default.resolved["scenarios"][s] for s in miscalibration
+    )
+    assert len(config.optimizers) == 10 and all(
+        arm.sweep is None for arm in config.optimizers.values()
+    )
+    for name, hand_set in HAND_SET.items():
+        ((key, value),) = hand_set.items()
+        assert getattr(config.optimizer(name).hyper, key) == value, name
+    assert not {"tuning", "cend_study", "workers_study"} & set(config.resolved)
