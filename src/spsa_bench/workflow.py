@@ -163,8 +163,7 @@ def validated_arms(config: Config) -> list[str]:
     """The arms the workflow's macro-versus-micro validation runs, in config order:
     every arm whose kind has a micro reference, but of a sweep only its middle arm
     (the arms of a sweep run one code path and differ in one number, so validating
-    one of them checks the path; the middle value is the hand-set one in the default
-    grid)."""
+    one of them checks the path)."""
     middle = {sweep: arms[len(arms) // 2][0] for sweep, arms in sweeps(config).items()}
     return [
         name
