@@ -381,6 +381,12 @@ def _optimizer_arm(rows: Mapping[str, OptimizerSpec], kind: str | None) -> dict:
     }
 
 
+def arm_schema(kind: str, rows: Mapping[str, OptimizerSpec] | None = None) -> dict:
+    """The schema of a configured arm of ``kind`` (its hyperparameters, each
+    :func:`sweepable`): what a study checks its own arms against."""
+    return _optimizer_arm(REGISTRY if rows is None else rows, kind)
+
+
 #: The run-wide conventions of a configuration (all optional, defaults in the loader).
 RUN_CONVENTIONS = {
     "signal": {
@@ -498,6 +504,70 @@ WORKERS_STUDY = _object(
 )
 
 
+def _budgets(description: str, item: dict) -> dict:
+    return {
+        "type": "array",
+        "items": item,
+        "minItems": 2,
+        "uniqueItems": True,
+        "description": description,
+    }
+
+
+#: The budget study (spsa_bench.engine.budget_study): optional, off when absent.
+BUDGET_STUDY = _object(
+    "The budget study (issue 16): the arms at several budgets, each budget its own run from "
+    "the start, swept arms tuned per budget on held-out seeds (docs/benchmark.md, 'Budget "
+    "study')",
+    {
+        "num_pairs": _budgets(
+            "the budgets in game pairs, at least two (give num_pairs or games)",
+            _int("a budget in game pairs", minimum=1, maximum=10**9),
+        ),
+        "games": _budgets(
+            "the budgets in games as Fishtest takes them (1000 to 3,200,000 in multiples of "
+            "1000; num_pairs = games // 2), at least two (give num_pairs or games)",
+            _int("a budget in games"),
+        ),
+        "batch_mode": {"type": "string", "pattern": NAME_PATTERN, "description": "batch mode"},
+        "scenarios": {
+            "type": "array",
+            "items": {"type": "string", "pattern": NAME_PATTERN},
+            "minItems": 1,
+            "uniqueItems": True,
+            "description": "scenarios of this config",
+        },
+        "tuning_seeds": _object(
+            "the seeds a swept arm's setting is chosen on, per budget (disjoint from `seeds`; "
+            "needed when an arm is swept)",
+            {
+                "first": _int("first tuning seed", minimum=0, maximum=MAX_SEED),
+                "count": _int("number of tuning seeds", minimum=1, maximum=MAX_SEEDS),
+            },
+            required=("first", "count"),
+        ),
+        "arms": {
+            "type": "object",
+            "minProperties": 1,
+            "propertyNames": {"type": "string", "pattern": NAME_PATTERN},
+            "additionalProperties": {
+                "type": ["object", "null"],
+                "description": "null: the config arm of that name; a mapping: an arm of this "
+                "study only (kind and hyperparameters, checked like an arm's; a swept "
+                "hyperparameter is tuned per budget)",
+            },
+            "description": "the arms, by name",
+        },
+        "baseline": {
+            "type": "string",
+            "pattern": NAME_PATTERN,
+            "description": "the arm the paired differences are taken against (default: the first)",
+        },
+    },
+    required=("batch_mode", "scenarios", "arms"),
+)
+
+
 #: The tuning protocol (spsa_bench.engine.tuning): optional, off when absent.
 TUNING = _object(
     "The tuning protocol (issue 16): each sweep's setting is chosen on these seeds, "
@@ -556,6 +626,7 @@ def build_schema(rows: Mapping[str, OptimizerSpec] | None = None) -> dict:
             **RUN_CONVENTIONS,
             "cend_study": CEND_STUDY,
             "workers_study": WORKERS_STUDY,
+            "budget_study": BUDGET_STUDY,
             "tuning": TUNING,
             "seeds": _object(
                 "the seeds to run",

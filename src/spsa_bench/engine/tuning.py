@@ -74,8 +74,8 @@ def tuning_settings(config: Config) -> Tuning | None:
     if raw is None:
         return None
     where = SETTINGS_KEY
-    seeds = held_out_seeds(f"{where}.seeds", raw["seeds"], config)
     test = config.seed_range()
+    seeds = held_out_seeds(f"{where}.seeds", raw["seeds"], test)
     criterion = str(raw.get("criterion", "median"))
     if criterion not in CRITERIA:
         raise ConfigError(
@@ -104,9 +104,14 @@ def tuning_settings(config: Config) -> Tuning | None:
     )
 
 
-def held_out_seeds(where: str, raw: dict, config: Config) -> range:
+def seed_overlap(seeds: range, test: range) -> range:
+    """The seeds two contiguous ranges share (empty when none)."""
+    return range(max(seeds.start, test.start), min(seeds.stop, test.stop))
+
+
+def held_out_seeds(where: str, raw: dict, test: range) -> range:
     """The tuning seeds ``{first, count}`` at key ``where``, refused (naming it) beyond the
-    seed limits or where they overlap the configuration's seeds (the test seeds)."""
+    seed limits or where they overlap ``test`` (the configuration's seeds)."""
     from spsa_bench.config.limits import LimitError, check_seed_range
 
     first, count = int(raw["first"]), int(raw["count"])
@@ -115,8 +120,7 @@ def held_out_seeds(where: str, raw: dict, config: Config) -> range:
     except LimitError as error:
         raise ConfigError(str(error)) from None
     seeds = range(first, first + count)
-    test = config.seed_range()
-    overlap = range(max(seeds.start, test.start), min(seeds.stop, test.stop))
+    overlap = seed_overlap(seeds, test)
     if len(overlap):
         raise ConfigError(
             f"{where} = {first}..{seeds.stop - 1}: overlaps the benchmark's seeds "
@@ -181,9 +185,10 @@ def run_tuning(
     return _tuning_dataset(config, settings, seeds, loss)
 
 
-def _swept_coords(arms: tuple[OptimizerArm, ...]) -> dict:
-    """One coordinate along ``arm`` per swept hyperparameter (``swept_<name>``): the
-    arm's value, NaN (or empty text) for arms whose sweep does not vary it."""
+def swept_coords(arms: Sequence[OptimizerArm], dim: str = "arm") -> dict:
+    """One coordinate along ``dim`` (one arm each) per swept hyperparameter
+    (``swept_<name>``): the arm's value, NaN (or empty text) for arms whose sweep does
+    not vary it."""
     keys = list(dict.fromkeys(key for arm in arms for key, _ in arm.swept))
     coords = {}
     for key in keys:
@@ -194,7 +199,7 @@ def _swept_coords(arms: tuple[OptimizerArm, ...]) -> dict:
             if text
             else np.array([np.nan if v is None else float(v) for v in values])
         )
-        coords[f"swept_{key}"] = ("arm", data, {"long_name": f"the arm's swept {key}"})
+        coords[f"swept_{key}"] = (dim, data, {"long_name": f"the arm's swept {key}"})
     return coords
 
 
@@ -224,7 +229,7 @@ def _tuning_dataset(config: Config, settings: Tuning, seeds, loss) -> xr.Dataset
             np.array([setting_label(a.swept) for a in arms], dtype=object),
             {"long_name": "the arm's swept hyperparameters"},
         ),
-        **_swept_coords(arms),
+        **swept_coords(arms),
         "scenario": ("scenario", np.array(settings.scenarios, dtype=object)),
         "batch_mode": (
             "batch_mode",
