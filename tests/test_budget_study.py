@@ -16,6 +16,7 @@ from spsa_bench.analysis.budget import budget_markdown, budget_table
 from spsa_bench.config.loader import ConfigError, resolve
 from spsa_bench.engine.budget_study import (
     choose_settings,
+    distinct_runs,
     run_budget_study,
     study_settings,
 )
@@ -193,10 +194,28 @@ def test_each_budget_equals_a_plain_simulate_at_that_budget(study_run, budget, s
     )
 
 
-def test_the_arms_share_every_random_number(study_run):
-    """spsa-decay at r_scale 1 is the grid's spsa written out: on the tuning seeds its
-    runs equal spsa's bit for bit (same schedule, flips, rounding and match draws)."""
-    _, _, ds = study_run
+def test_the_settings_share_every_random_number():
+    """With alpha = gamma = 0, A changes no gain: two settings differing only in A are
+    two replays, and they end equal bit for bit (same schedule, flips, rounding and
+    match draws) on the tuning and the test seeds."""
+    raw = raw_config()
+    raw["budget_study"]["arms"] = {"constant": {**CONSTANT, "A": [0, 5000]}}
+    raw["budget_study"]["scenarios"] = ["tune-16-stc"]
+    del raw["budget_study"]["baseline"]
+    config = resolve(raw)
+    study = study_settings(config)
+    assert len(distinct_runs(study.settings)) == 2
+    ds = run_budget_study(config, study, range(3))
+    tuning = ds["tuning_final_elo_loss"]
+    np.testing.assert_array_equal(tuning.isel(setting=0).values, tuning.isel(setting=1).values)
+    assert float(tuning.std()) > 0
+    assert (ds["chosen_setting"].values == 0).all()  # a tie goes to the first setting
+
+
+def test_equal_settings_run_once_and_share_the_result(study_run):
+    """spsa-decay at r_scale 1 is the grid's spsa written out: one replay serves both."""
+    _, study, ds = study_run
+    assert len(distinct_runs(study.settings)) == len(study.settings) - 1
     tuning = ds["tuning_final_elo_loss"]
     np.testing.assert_array_equal(
         tuning.sel(setting="spsa-decay-r_scale-1").values, tuning.sel(setting="spsa").values

@@ -232,17 +232,28 @@ def choose_settings(study: BudgetStudy, tuning_loss: np.ndarray) -> np.ndarray:
     return chosen
 
 
+def distinct_runs(arms: Sequence[OptimizerArm]) -> dict[tuple, OptimizerArm]:
+    """The arms that run differently: ``{(kind, hyperparameters): first such arm}``. At one
+    seed, arms of equal kind and hyperparameters share every random number, so their
+    runs are equal and one replay serves them all."""
+    distinct: dict[tuple, OptimizerArm] = {}
+    for arm in arms:
+        distinct.setdefault((arm.kind, arm.hyper), arm)
+    return distinct
+
+
 def _final_losses(budget: Config, scenario: str, arms, schedule, seeds) -> np.ndarray:
-    """The final true Elo loss ``(arm, seed)`` of each arm on one scenario and schedule."""
+    """The final true Elo loss ``(arm, seed)`` of each arm on one scenario and schedule
+    (one replay per :func:`distinct_runs` entry)."""
     from spsa_bench.engine.simulate import make_noise, make_problem, replay_arm, scenario_rounding
 
     problem = make_problem(budget, scenario, seeds)
     noise, rounding = make_noise(budget, scenario), scenario_rounding(budget, scenario)
-    out = np.empty((len(arms), len(seeds)))
-    for i, arm in enumerate(arms):
+    losses = {}
+    for key, arm in distinct_runs(arms).items():
         run = replay_arm(budget, arm, problem, schedule, noise=noise, rounding=rounding)
-        out[i] = problem.bowl.elo_loss(run.theta[:, -1])
-    return out
+        losses[key] = problem.bowl.elo_loss(run.theta[:, -1])
+    return np.stack([losses[(arm.kind, arm.hyper)] for arm in arms])
 
 
 def _tuning_runs(budget: Config, study: BudgetStudy, seeds, progress) -> np.ndarray:
@@ -253,8 +264,9 @@ def _tuning_runs(budget: Config, study: BudgetStudy, seeds, progress) -> np.ndar
     out = np.empty((len(study.settings), len(study.scenarios), len(seeds)))
     for s, scenario in enumerate(study.scenarios):
         if progress is not None:
+            runs = len(distinct_runs(study.settings))
             progress(f"{budget.num_pairs:,} pairs, {scenario}: "
-                     f"{len(study.settings)} settings on {len(seeds)} tuning seeds")  # fmt: skip
+                     f"{runs} settings on {len(seeds)} tuning seeds")  # fmt: skip
         out[:, s] = _final_losses(budget, scenario, study.settings, schedule, seeds)
     return out
 
@@ -270,8 +282,9 @@ def _test_runs(budget: Config, study: BudgetStudy, chosen, seeds, progress) -> n
     for s, scenario in enumerate(study.scenarios):
         needed = list(dict.fromkeys(int(k) for k in chosen[:, :, s].ravel()))
         if progress is not None:
+            runs = len(distinct_runs([settings[k] for k in needed]))
             progress(f"{budget.num_pairs:,} pairs, {scenario}: "
-                     f"{len(needed)} chosen settings on {len(seeds)} test seeds")  # fmt: skip
+                     f"{runs} chosen settings on {len(seeds)} test seeds")  # fmt: skip
         losses = _final_losses(budget, scenario, [settings[k] for k in needed], schedule, seeds)
         for a, t in np.ndindex(*chosen.shape[:2]):
             out[a, t, s] = losses[needed.index(int(chosen[a, t, s]))]
