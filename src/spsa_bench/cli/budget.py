@@ -11,10 +11,7 @@ runs and the choices), ``budget_study.csv`` and ``budget_study.md`` (the table) 
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
-
-from spsa_bench.cli.common import load, seeds
 
 OUTPUTS = (
     "budget_study.nc", "budget_study.csv", "budget_study.md", "budget_study.png",
@@ -36,27 +33,24 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from spsa_bench.cli.cend import run_study_command
+    from spsa_bench.engine import budget_study
+
+    return run_study_command(args, budget_study, budget_study.run_budget_study, write_study,
+                             OUTPUTS, "docs/benchmark.md", check=_held_out)  # fmt: skip
+
+
+def _held_out(study, chosen: range) -> None:
+    """``--seeds`` may not reach into the tuning seeds: the test seeds stay held out."""
     from spsa_bench.config.loader import ConfigError
-    from spsa_bench.engine.budget_study import print_progress, run_budget_study, study_settings
     from spsa_bench.engine.tuning import seed_overlap
 
-    config = load(args)
-    study = study_settings(config)
-    if study is None:
-        raise ConfigError("budget_study: this configuration has none (see docs/benchmark.md)")
-    chosen = seeds(args, config)
     shared = seed_overlap(chosen, study.tuning_seeds or range(0))
     if len(shared):
         raise ConfigError(
             f"--seeds = {chosen.start}-{chosen.stop - 1}: overlaps budget_study.tuning_seeds "
             f"(at {shared.start}..{shared.stop - 1}); the test seeds must be held out of the choice"
         )
-    progress = None if args.quiet else print_progress
-    ds = run_budget_study(config, study, chosen, progress=progress)
-    paths = write_study(ds, [Path(args.output_dir) / name for name in OUTPUTS])
-    if not args.quiet:
-        print(f"budget study: wrote {', '.join(str(p) for p in paths)}", file=sys.stderr)
-    return 0
 
 
 def write_study(ds, paths) -> list[Path]:

@@ -407,6 +407,46 @@ RUN_CONVENTIONS = {
 }
 
 
+def _name_list(description: str) -> dict:
+    """A non-empty list of distinct names (of scenarios, arms, ...)."""
+    return {
+        "type": "array",
+        "items": {"type": "string", "pattern": NAME_PATTERN},
+        "minItems": 1,
+        "uniqueItems": True,
+        "description": description,
+    }
+
+
+def _named_settings(description: str, item: str | None = None) -> dict:
+    """A non-empty mapping name -> settings (a mapping, or null), e.g. a study's arms;
+    ``item`` describes one entry."""
+    entry = {"type": ["object", "null"]}
+    if item is not None:
+        entry["description"] = item
+    out = {
+        "type": "object",
+        "minProperties": 1,
+        "propertyNames": {"type": "string", "pattern": NAME_PATTERN},
+        "additionalProperties": entry,
+    }
+    if description:
+        out["description"] = description
+    return out
+
+
+def _tuning_seeds(description: str) -> dict:
+    """``{first, count}``: seeds a choice is made on, apart from the benchmark's."""
+    return _object(
+        description,
+        {
+            "first": _int("first tuning seed", minimum=0, maximum=MAX_SEED),
+            "count": _int("number of tuning seeds", minimum=1, maximum=MAX_SEEDS),
+        },
+        required=("first", "count"),
+    )
+
+
 #: The c_end study (spsa_bench.engine.cend_study): optional, off when absent.
 CEND_STUDY = _object(
     "The c_end study (fishtest #1912, #1929): the arms at every c_end on one "
@@ -432,16 +472,10 @@ CEND_STUDY = _object(
             "pattern": NAME_PATTERN,
             "description": "an SPSA-family arm of this config the variants start from",
         },
-        "variants": {
-            "type": "object",
-            "minProperties": 1,
-            "propertyNames": {"type": "string", "pattern": NAME_PATTERN},
-            "additionalProperties": {
-                "type": ["object", "null"],
-                "description": "hyperparameters over the base arm's (checked like an arm's)",
-            },
-            "description": "named variants of the base arm (not grid arms); the first is the paired baseline",
-        },
+        "variants": _named_settings(
+            "named variants of the base arm (not grid arms); the first is the paired baseline",
+            "hyperparameters over the base arm's (checked like an arm's)",
+        ),
     },
     required=("scenario", "batch_mode", "c_end", "base", "variants"),
 )
@@ -469,13 +503,7 @@ WORKERS_STUDY = _object(
             "pattern": NAME_PATTERN,
             "description": "a synchronous batch mode of this config (the paired reference)",
         },
-        "scenarios": {
-            "type": "array",
-            "items": {"type": "string", "pattern": NAME_PATTERN},
-            "minItems": 1,
-            "uniqueItems": True,
-            "description": "scenarios of this config",
-        },
+        "scenarios": _name_list("scenarios of this config"),
         "arms": {
             "description": "config arms by name, or a mapping name -> null (a config arm) or "
             "arm settings with kind (study-only arms, checked like an arm's)",
@@ -486,12 +514,7 @@ WORKERS_STUDY = _object(
                     "minItems": 1,
                     "uniqueItems": True,
                 },
-                {
-                    "type": "object",
-                    "minProperties": 1,
-                    "propertyNames": {"type": "string", "pattern": NAME_PATTERN},
-                    "additionalProperties": {"type": ["object", "null"]},
-                },
+                _named_settings(""),
             ],
         },
         "margin": _num(
@@ -530,34 +553,17 @@ BUDGET_STUDY = _object(
             _int("a budget in games"),
         ),
         "batch_mode": {"type": "string", "pattern": NAME_PATTERN, "description": "batch mode"},
-        "scenarios": {
-            "type": "array",
-            "items": {"type": "string", "pattern": NAME_PATTERN},
-            "minItems": 1,
-            "uniqueItems": True,
-            "description": "scenarios of this config",
-        },
-        "tuning_seeds": _object(
+        "scenarios": _name_list("scenarios of this config"),
+        "tuning_seeds": _tuning_seeds(
             "the seeds a swept arm's setting is chosen on, per budget (disjoint from `seeds`; "
-            "needed when an arm is swept)",
-            {
-                "first": _int("first tuning seed", minimum=0, maximum=MAX_SEED),
-                "count": _int("number of tuning seeds", minimum=1, maximum=MAX_SEEDS),
-            },
-            required=("first", "count"),
+            "needed when an arm is swept)"
         ),
-        "arms": {
-            "type": "object",
-            "minProperties": 1,
-            "propertyNames": {"type": "string", "pattern": NAME_PATTERN},
-            "additionalProperties": {
-                "type": ["object", "null"],
-                "description": "null: the config arm of that name; a mapping: an arm of this "
-                "study only (kind and hyperparameters, checked like an arm's; a swept "
-                "hyperparameter is tuned per budget)",
-            },
-            "description": "the arms, by name",
-        },
+        "arms": _named_settings(
+            "the arms, by name",
+            "null: the config arm of that name; a mapping: an arm of this study only (kind "
+            "and hyperparameters, checked like an arm's; a swept hyperparameter is tuned per "
+            "budget)",
+        ),
         "baseline": {
             "type": "string",
             "pattern": NAME_PATTERN,
@@ -573,26 +579,13 @@ TUNING = _object(
     "The tuning protocol (issue 16): each sweep's setting is chosen on these seeds, "
     "disjoint from `seeds`, and reported on `seeds` (docs/benchmark.md, 'Tuning protocol')",
     {
-        "seeds": _object(
-            "the tuning seeds (must not overlap the benchmark's seeds)",
-            {
-                "first": _int("first tuning seed", minimum=0, maximum=MAX_SEED),
-                "count": _int("number of tuning seeds", minimum=1, maximum=MAX_SEEDS),
-            },
-            required=("first", "count"),
-        ),
+        "seeds": _tuning_seeds("the tuning seeds (must not overlap the benchmark's seeds)"),
         "criterion": {
             "type": "string",
             "enum": ["median"],
             "description": "what the choice minimises: the median final Elo loss (default)",
         },
-        "family": {
-            "type": "array",
-            "items": {"type": "string", "pattern": NAME_PATTERN},
-            "minItems": 1,
-            "uniqueItems": True,
-            "description": "scenarios of the robust choice (default: every scenario)",
-        },
+        "family": _name_list("scenarios of the robust choice (default: every scenario)"),
     },
     required=("seeds",),
 )
