@@ -802,6 +802,10 @@ def _resolve_arms(data: dict, raw: dict) -> dict[str, OptimizerArm]:
     return optimizers
 
 
+#: The optional sections no simulation of the grid depends on (studies, tuning).
+STUDY_SECTIONS = ("cend_study", "workers_study", "budget_study", "tuning")
+
+
 def _check_studies(config: Config) -> None:
     """The optional studies' references, once the tables they name exist."""
     data = config.resolved

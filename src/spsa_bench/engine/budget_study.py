@@ -51,6 +51,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from spsa_bench.config.loader import (
+    STUDY_SECTIONS,
     Config,
     ConfigError,
     OptimizerArm,
@@ -66,8 +67,6 @@ if TYPE_CHECKING:
     import xarray as xr
 
 STUDY_KEY = "budget_study"
-#: The optional sections a budget's own configuration leaves out (none is a run's).
-STUDY_KEYS = ("cend_study", "workers_study", "budget_study", "tuning")
 TUNINGS = ("oracle", "robust")
 
 
@@ -128,7 +127,7 @@ def budget_config(config: Config, num_pairs: int, where: str = STUDY_KEY) -> Con
     raw = {
         key: copy.deepcopy(value)
         for key, value in config.resolved.items()
-        if key not in STUDY_KEYS and key != "games"
+        if key not in STUDY_SECTIONS and key != "games"
     }
     raw["num_pairs"] = int(num_pairs)
     try:
