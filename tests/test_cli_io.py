@@ -190,7 +190,8 @@ def _validation_config(tmp_path, arms: dict) -> str:
     raw = small_config_dict()
     raw["optimizers"] = arms
     raw["baseline"] = next(iter(arms))
-    del raw["cend_study"], raw["workers_study"]  # their arms are not among these
+    # the studies' arms are not among these
+    del raw["cend_study"], raw["workers_study"], raw["budget_study"]
     path = tmp_path / "validate.yaml"
     path.write_text(yaml.safe_dump(raw))
     return str(path)

@@ -28,7 +28,7 @@ def _fishtest_batch_games(base: float, increment: float, concurrency: int) -> in
 def test_batch_rule_is_fishtests_formula(tc, base, increment):
     raw = small_config_dict(num_pairs=NUM_PAIRS)
     raw["batch_modes"] = {"pool": {"workers": 5, "batch": "fishtest", "tc": tc}}
-    del raw["cend_study"], raw["workers_study"]
+    del raw["cend_study"], raw["workers_study"], raw["budget_study"]
     settings = resolve(raw).batch_mode("pool").settings
     for concurrency in (1, 2, 8, 64):
         games = _fishtest_batch_games(base, increment, concurrency)
@@ -42,7 +42,7 @@ def _pool_config(**pool) -> dict:
     raw = small_config_dict(num_pairs=NUM_PAIRS)
     raw["noise"] = "STC"
     raw["batch_modes"]["pool"] = {"batch": "fishtest", **pool}
-    del raw["cend_study"], raw["workers_study"]
+    del raw["cend_study"], raw["workers_study"], raw["budget_study"]
     return raw
 
 

@@ -60,6 +60,7 @@ def small_config(tmp_path_factory) -> Path:
     raw["scenarios"] = {"mixed": raw["scenarios"]["mixed"]}
     raw["optimizers"] = {name: {} for name in OPTIMIZERS}
     del raw["cend_study"]  # its tune scenario is not among these
+    raw["budget_study"]["scenarios"] = ["mixed"]  # its study file is compared too
     path = tmp_path_factory.mktemp("config") / "small.yaml"
     path.write_text(yaml.safe_dump(raw, sort_keys=False))
     return path

@@ -34,7 +34,8 @@ def three_arms_dict() -> dict:
         "spsa-fast": {"kind": "spsa", "r_end": 0.004, "A": 100},
         "adam": {"lr": 0.02},
     }
-    del raw["cend_study"], raw["workers_study"]  # their arms are not among these
+    # the studies' arms are not among these
+    del raw["cend_study"], raw["workers_study"], raw["budget_study"]
     raw["baseline"] = "spsa-slow"
     return raw
 

@@ -146,7 +146,7 @@ def test_scenarios_of_different_sizes_combine_padded_along_param(tmp_path):
     values sit in its first parameters, streamed or in memory alike."""
     raw = small_config_dict(num_pairs=300)
     raw["optimizers"] = {"spsa": {}}
-    del raw["cend_study"], raw["workers_study"]
+    del raw["cend_study"], raw["workers_study"], raw["budget_study"]
     config = resolve(raw)
     paths = []
     for scenario in ("mixed", "tune-16-stc", "tune-64-ltc"):

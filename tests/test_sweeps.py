@@ -16,7 +16,7 @@ from spsa_bench.workflow import coerce_strings, validated_arms
 
 def sweep_config(optimizers: dict, baseline: str = "plain", num_pairs: int = 400) -> dict:
     raw = small_config_dict(num_pairs)
-    for key in ("cend_study", "workers_study"):  # they name arms of the default grid
+    for key in ("cend_study", "workers_study", "budget_study"):  # they name default grid arms
         raw.pop(key, None)
     raw["optimizers"] = {"plain": {"kind": "spsa"}, **optimizers}
     raw["baseline"] = baseline

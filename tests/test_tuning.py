@@ -20,7 +20,7 @@ LOW, HIGH = "spsa-r_end-0p001", "spsa-r_end-0p004"
 
 def raw_config() -> dict:
     raw = small_config_dict(num_pairs=400)
-    del raw["cend_study"], raw["workers_study"]
+    del raw["cend_study"], raw["workers_study"], raw["budget_study"]
     raw["optimizers"] = {"spsa": {"r_end": [0.001, 0.004]}, "adam-block": {}}
     raw["baseline"] = "adam-block"
     raw["scenarios"] = {name: raw["scenarios"][name] for name in ("calibrated", "mixed")}

@@ -267,6 +267,15 @@ def test_tiny_benchmark_end_to_end(env, tmp_path):
     assert set(cend["arm"]) == {"classic", "realized", "min-c2"} and len(cend) == 9
     assert (results / "figures" / "cend.png").stat().st_size > 5000
     assert (results / "fishtest" / "cend_study.nc").is_file()
+    # the budget study: a row per scenario x budget x arm choice, its figure and file
+    budget = pd.read_csv(results / "tables" / "budget_study.csv")
+    assert len(budget) == 2 * 2 * (1 + 2) and set(budget["budget"]) == {500, 2000}
+    tuned = budget[budget["arm"] == "spsa-constant"]
+    assert set(tuned["setting"]) <= {"r_scale=0.5", "r_scale=2"}
+    assert (results / "figures" / "budget_study.png").stat().st_size > 5000
+    with open_labelled(results / "fishtest" / "budget_study.nc") as study:
+        assert list(study["seed"].values) == [0, 1, 2, 3]
+        assert list(study["tuning_seed"].values) == [100, 101, 102, 103]
 
     # the report is one self-contained HTML file with every figure and table
     report = results / "report.html"
@@ -329,6 +338,7 @@ def test_the_tuned_rule_chooses_on_tuning_seeds_and_reports_on_the_test_seeds(en
     raw["optimizers"] = {"spsa": {}, "adam": {"lr": [0.02, 0.08]}}
     raw["batch_modes"] = {"sync": raw["batch_modes"]["sync"]}
     raw.pop("cend_study", None)
+    raw.pop("budget_study", None)
     raw["tuning"] = {"seeds": {"first": 100, "count": 3}}
     config = tmp_path / "tuning.yaml"
     config.write_text(yaml.safe_dump(raw))

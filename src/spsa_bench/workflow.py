@@ -119,20 +119,18 @@ def cend_study_settings(config: Config) -> dict | None:
     return settings
 
 
-def workers_study_settings(config: Config) -> dict | None:
-    """What the workers study depends on (:mod:`spsa_bench.engine.workers_study`): the run
-    keys, seeds, its scenarios, reference mode and configured arms, and the study itself;
-    ``None`` when the configuration has no ``workers_study``."""
-    study = config.resolved.get("workers_study")
-    if study is None:
-        return None
+def _study_settings(config: Config, key: str, batch_mode: str, num_pairs: int) -> dict:
+    """What a study of scenarios and arms depends on: the run keys (``num_pairs`` given),
+    the noise, the seeds, ``batch_mode``, the study's scenarios and the configured arms
+    it names (``arms: {name: null}`` or a list of names), and the study itself."""
+    study = config.resolved[key]
     schema = build_schema()["properties"]
     resolved = config.resolved
-    settings = {key: _canonical(resolved[key], schema[key]) for key in RUN_KEYS}
+    settings = {k: _canonical(resolved[k], schema[k]) for k in RUN_KEYS if k != "num_pairs"}
+    settings["num_pairs"] = int(num_pairs)
     settings["noise"] = copy.deepcopy(resolved["noise"])
     settings["seeds"] = {"first": config.seeds_first, "count": config.seeds_count}
-    reference = study["reference"]
-    settings["batch_modes"] = {reference: copy.deepcopy(resolved["batch_modes"][reference])}
+    settings["batch_modes"] = {batch_mode: copy.deepcopy(resolved["batch_modes"][batch_mode])}
     settings["scenarios"] = {
         name: {k: v for k, v in resolved["scenarios"][name].items() if k != "description"}
         for name in study["scenarios"]
@@ -144,8 +142,31 @@ def workers_study_settings(config: Config) -> dict | None:
         first = next(iter(resolved["optimizers"]))
         settings["optimizers"] = {first: arm_settings(config, first)}
     settings["baseline"] = next(iter(settings["optimizers"]))
-    settings["workers_study"] = copy.deepcopy(study)
+    settings[key] = copy.deepcopy(study)
     return settings
+
+
+def workers_study_settings(config: Config) -> dict | None:
+    """What the workers study depends on (:mod:`spsa_bench.engine.workers_study`): the run
+    keys, seeds, its scenarios, reference mode and configured arms, and the study itself;
+    ``None`` when the configuration has no ``workers_study``."""
+    study = config.resolved.get("workers_study")
+    if study is None:
+        return None
+    return _study_settings(config, "workers_study", study["reference"], config.num_pairs)
+
+
+def budget_study_settings(config: Config) -> dict | None:
+    """What the budget study depends on (:mod:`spsa_bench.engine.budget_study`): the run
+    keys, seeds, its batch mode, scenarios and configured arms, and the study itself, with
+    ``num_pairs`` its smallest budget (the grid's budget is not an input of the study);
+    ``None`` when the configuration has no ``budget_study``."""
+    from spsa_bench.engine.budget_study import study_settings
+
+    study = study_settings(config)
+    if study is None:
+        return None
+    return _study_settings(config, "budget_study", study.batch_mode, study.num_pairs[0])
 
 
 def sweeps(config: Config) -> dict[str, list[list]]:

@@ -78,6 +78,7 @@ CHUNKS = grid.config_chunks(BENCH)
 KINDS = grid.kinds(BENCH)
 CEND_STUDY = grid.cend_study_settings(BENCH)
 WORKERS_STUDY = grid.workers_study_settings(BENCH)
+BUDGET_STUDY = grid.budget_study_settings(BENCH)
 TUNING = BENCH.resolved.get("tuning")
 # The sweeps of the configuration: {configured arm: [[expanded arm, {key: value}], ...]}.
 SWEEPS = grid.sweeps(BENCH)
@@ -347,6 +348,14 @@ def get_final_outputs():
             "results/figures/cend.png",
             "results/figures/cend.svg",
         ]
+    if BUDGET_STUDY is not None:
+        outputs += [
+            "results/fishtest/budget_study.nc",
+            "results/tables/budget_study.csv",
+            "results/tables/budget_study.md",
+            "results/figures/budget_study.png",
+            "results/figures/budget_study.svg",
+        ]
     return outputs
 
 
@@ -411,6 +420,36 @@ def cend_study_runtime(wildcards):
     study = CEND_STUDY["cend_study"]
     runs = len(study["variants"]) * len(study["c_end"])
     return 2 + runs * BENCH.seeds_count * BENCH.num_pairs // 20_000_000
+
+
+def get_budget_study_settings():
+    """The budget study's settings as canonical JSON (its params rerun trigger)."""
+    return grid.to_json(BUDGET_STUDY)
+
+
+def _budget_study_runs():
+    """(seed x pair) units of the study: every setting on the tuning seeds and at most
+    two chosen settings per arm on the test seeds, at every budget and scenario."""
+    from spsa_bench.engine.budget_study import study_settings
+
+    study = study_settings(BENCH)
+    tuning = len(study.tuning_seeds or ())
+    per_budget = len(study.settings) * tuning + 2 * len(study.arms) * BENCH.seeds_count
+    return per_budget * len(study.scenarios) * sum(study.num_pairs)
+
+
+def budget_study_mem_mb(wildcards):
+    """One simulation at a time at the largest budget, on the test or the tuning seeds."""
+    from spsa_bench.engine.budget_study import study_settings
+
+    study = study_settings(BENCH)
+    seeds = max(BENCH.seeds_count, len(study.tuning_seeds or ()))
+    return JOB_OVERHEAD_MB + 300 + seeds * max(study.num_pairs) // 25_000
+
+
+def budget_study_runtime(wildcards):
+    """Every run of the study at most 3 us per seed x pair (as simulate)."""
+    return 2 + _budget_study_runs() // 20_000_000
 
 
 def get_noise_settings():

@@ -73,3 +73,41 @@ rule workers_study:
         settings=get_workers_study_settings(),
     script:
         "../scripts/workers_study.py"
+
+
+# The budget study (issue 16): the config's budget_study arms at every budget, each
+# budget its own run from the start, swept arms tuned per budget on held-out seeds.
+# Runs only when the configuration has a budget_study; see docs/benchmark.md.
+
+
+rule budget_study:
+    output:
+        nc="results/fishtest/budget_study.nc",
+        csv=report(
+            "results/tables/budget_study.csv",
+            caption="../report/budget_study_table.rst",
+            category="Tables",
+            labels={"table": "budget study"},
+        ),
+        md="results/tables/budget_study.md",
+        png=report(
+            "results/figures/budget_study.png",
+            caption="../report/budget_study.rst",
+            category="Budget",
+            labels={"figure": "budget study"},
+        ),
+        svg="results/figures/budget_study.svg",
+    log:
+        "results/logs/budget_study.log",
+    benchmark:
+        "results/benchmarks/budget_study.tsv"
+    conda:
+        ENV
+    threads: 1
+    resources:
+        mem_mb=budget_study_mem_mb,
+        runtime=budget_study_runtime,
+    params:
+        settings=get_budget_study_settings(),
+    script:
+        "../scripts/budget_study.py"

@@ -24,6 +24,7 @@ import xarray as xr
 
 from spsa_bench.analysis import stats
 from spsa_bench.analysis.tables import _interval, markdown_table
+from spsa_bench.engine.tuning import pick_settings
 
 LEVEL = 0.95
 TUNINGS = ("oracle", "robust")
@@ -33,12 +34,6 @@ def _medians(ds: xr.Dataset) -> xr.DataArray:
     """Median final loss over the tuning seeds; a run with no finite loss counts as +inf."""
     median = ds["final_elo_loss"].median("seed", skipna=True)
     return median.fillna(np.inf)
-
-
-def _ratio(median: np.ndarray, best: float) -> np.ndarray:
-    if best > 0 and np.isfinite(best):
-        return median / best
-    return np.where(median == best, 1.0, np.inf)
 
 
 def choose(ds: xr.Dataset) -> pd.DataFrame:
@@ -59,15 +54,9 @@ def choose(ds: xr.Dataset) -> pd.DataFrame:
         for mode in ds["batch_mode"].values:
             table = median.sel(arm=arms, batch_mode=mode)  # (arm, scenario)
             values = table.transpose("arm", "scenario").values
-            score = np.mean(
-                [_ratio(values[:, scenarios.index(s)], values[:, scenarios.index(s)].min())
-                 for s in family],
-                axis=0,
-            )  # fmt: skip
-            robust = int(np.argmin(score))
+            oracles, robust, score = pick_settings(values, [scenarios.index(s) for s in family])
             for s, scenario in enumerate(scenarios):
-                oracle = int(np.argmin(values[:, s]))
-                for tuning, pick in (("oracle", oracle), ("robust", robust)):
+                for tuning, pick in (("oracle", int(oracles[s])), ("robust", robust)):
                     arm = str(arms[pick])
                     rows.append(
                         {

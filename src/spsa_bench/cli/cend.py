@@ -9,7 +9,6 @@ Runs every arm of ``cend_study`` at every c_end on its parameter-block scenario
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from spsa_bench.cli.common import add_config, load, seeds
@@ -39,20 +38,44 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from spsa_bench.engine import cend_study
+
+    return run_study_command(args, cend_study, cend_study.run_cend_study, write_study, OUTPUTS,
+                             "docs/fishtest.md")  # fmt: skip
+
+
+def run_study_command(args, module, run_study, write, outputs, doc: str, check=None) -> int:
+    """A study's subcommand: the configuration's study (``module.study_settings``; refused
+    when it has none, pointing to ``doc``), ``check(study, seeds)`` if given, then
+    ``run_study`` on the seeds with ``module.print_progress`` and ``write`` of its
+    ``outputs`` into ``--output-dir``."""
     from spsa_bench.config.loader import ConfigError
-    from spsa_bench.engine.cend_study import print_progress, run_cend_study, study_settings
 
     config = load(args)
-    study = study_settings(config)
+    study = module.study_settings(config)
     if study is None:
-        raise ConfigError("cend_study: this configuration has none (see docs/fishtest.md)")
+        raise ConfigError(f"{module.STUDY_KEY}: this configuration has none (see {doc})")
     chosen = seeds(args, config)
-    progress = None if args.quiet else print_progress
-    ds = run_cend_study(config, study, chosen, progress=progress)
-    paths = write_study(ds, [Path(args.output_dir) / name for name in OUTPUTS])
+    if check is not None:
+        check(study, chosen)
+    ds = run_study(config, study, chosen, progress=None if args.quiet else module.print_progress)
+    paths = write(ds, [Path(args.output_dir) / name for name in outputs])
     if not args.quiet:
-        print(f"c_end study: wrote {', '.join(str(p) for p in paths)}", file=sys.stderr)
+        module.print_progress(f"wrote {', '.join(str(p) for p in paths)}")
     return 0
+
+
+def run_study_job(settings: str, module, run_study, write, outputs) -> list[Path]:
+    """A study's workflow job: the study of ``settings`` (the rule's canonical JSON
+    configuration) run on its seeds with progress, ``write`` to ``outputs``."""
+    import json
+
+    from spsa_bench.config.loader import resolve
+
+    config = resolve(json.loads(settings))
+    study = module.study_settings(config)
+    ds = run_study(config, study, config.seed_range(), progress=module.print_progress)
+    return write(ds, outputs)
 
 
 def write_outputs(ds, paths, table, markdown: str, figure) -> list[Path]:

@@ -19,6 +19,7 @@ import warnings
 from spsa_bench import __version__
 from spsa_bench.cli import (
     bench,
+    budget,
     cend,
     listing,
     noise,
@@ -31,7 +32,19 @@ from spsa_bench.cli import (
 )
 from spsa_bench.config.loader import ConfigError
 
-COMMANDS = (simulate, listing, schema, validate, schedule, bench, noise, cend, workers, tune)
+COMMANDS = (
+    simulate,
+    listing,
+    schema,
+    validate,
+    schedule,
+    bench,
+    noise,
+    cend,
+    workers,
+    budget,
+    tune,
+)
 
 
 class OneLineParser(argparse.ArgumentParser):

@@ -10,10 +10,7 @@ size), ``workers_safe.csv`` (the safe concurrency), ``workers.md`` and
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
-
-from spsa_bench.cli.common import load, seeds
 
 OUTPUTS = (
     "workers_study.nc", "workers.csv", "workers.md", "workers.png", "workers.svg",
@@ -35,20 +32,11 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from spsa_bench.config.loader import ConfigError
-    from spsa_bench.engine.workers_study import print_progress, run_workers_study, study_settings
+    from spsa_bench.cli.cend import run_study_command
+    from spsa_bench.engine import workers_study
 
-    config = load(args)
-    study = study_settings(config)
-    if study is None:
-        raise ConfigError("workers_study: this configuration has none (see docs/asynchrony.md)")
-    ds = run_workers_study(
-        config, study, seeds(args, config), progress=None if args.quiet else print_progress
-    )
-    paths = write_study(ds, [Path(args.output_dir) / name for name in OUTPUTS])
-    if not args.quiet:
-        print(f"workers study: wrote {', '.join(str(p) for p in paths)}", file=sys.stderr)
-    return 0
+    return run_study_command(args, workers_study, workers_study.run_workers_study, write_study,
+                             OUTPUTS, "docs/asynchrony.md")  # fmt: skip
 
 
 def write_study(ds, paths) -> list[Path]:

@@ -167,6 +167,7 @@ def validate_raw(raw: Any) -> None:
     if not isinstance(raw, dict):
         raise ConfigError(f"<top level> = {raw!r}: the configuration must be a mapping")
     _reject_non_finite(raw)
+    _check_budget_lists(raw)
     _check_sweep_keys(raw)
     validator = jsonschema.Draft202012Validator(build_schema())
     errors = sorted(
@@ -179,6 +180,17 @@ def validate_raw(raw: Any) -> None:
     for name, scenario in raw["scenarios"].items():
         _check_scenario_keys(name, scenario)
     _check_names(raw)
+
+
+def _check_budget_lists(raw: dict) -> None:
+    """Before the schema: a list of budgets at the top level belongs in ``budget_study``."""
+    for key in ("num_pairs", "games"):
+        if isinstance(raw.get(key), list):
+            raise ConfigError(
+                f"{key} = {json.dumps(raw[key], default=str)}: the grid takes one budget (its "
+                f"run files share one checkpoint grid); give a list of budgets as "
+                f"budget_study.{key} (docs/benchmark.md, 'Budget study')"
+            )
 
 
 def _check_budget_keys(raw: dict) -> None:
@@ -388,6 +400,25 @@ def _check_sweep_keys(raw: dict) -> None:
                 )
 
 
+def check_arm_settings(where: str, kind: str, settings: dict) -> None:
+    """A study's own arm (``settings`` of an arm of ``kind``) against the schema of a
+    configured arm: hyperparameter names, types, bounds and sweep forms; the error
+    names the key under ``where``."""
+    from spsa_bench.config.schema import arm_schema
+
+    if kind not in REGISTRY:
+        raise ConfigError(
+            f"{where}.kind = {json.dumps(kind, default=str)}: unknown optimizer kind "
+            f"(one of {', '.join(REGISTRY)})"
+        )
+    validator = jsonschema.Draft202012Validator(arm_schema(kind))
+    errors = sorted(validator.iter_errors({**settings, "kind": kind}), key=lambda e: len(e.path))
+    if errors:
+        line = _schema_error_line(errors[0])
+        top = "<top level>"
+        raise ConfigError(where + line[len(top) :] if line.startswith(top) else f"{where}.{line}")
+
+
 def _log_range_values(where: str, spec: dict) -> list[float]:
     """``num`` log-spaced values from ``min`` to ``max`` inclusive, each rounded to
     :data:`LOG_RANGE_DIGITS` significant digits (the schema checks min > 0, num >= 2)."""
@@ -428,11 +459,14 @@ def _check_swept_value(where: str, value, entry: dict) -> None:
         raise ConfigError(f"{where}: the swept value {value} {error.message.split(' ', 1)[1]}")
 
 
-def _expand_sweeps(arms: dict) -> tuple[dict, dict[str, tuple[str, tuple]]]:
+def expand_sweeps(
+    arms: dict, table: str = "optimizers"
+) -> tuple[dict, dict[str, tuple[str, tuple]]]:
     """Arms with hyperparameters given as a list or ``{log_range: {min, max, num}}`` become
     one arm per value (the cartesian product when several are swept), named
     ``<arm>-<key>-<value>`` per swept key (:func:`_name_token`); returns the arms and
-    ``{expanded name: (configured name, ((key, value), ...))}``."""
+    ``{expanded name: (configured name, ((key, value), ...))}``. Errors name the arm
+    under ``table`` (the key of ``arms`` in the configuration)."""
     from spsa_bench.optimizers.base import hyper_schema
 
     out, sweep = {}, {}
@@ -446,7 +480,7 @@ def _expand_sweeps(arms: dict) -> tuple[dict, dict[str, tuple[str, tuple]]]:
         entries = hyper_schema(REGISTRY[kind].hyper)
         axes = []
         for key in swept:
-            where = f"optimizers.{name}.{key}"
+            where = f"{table}.{name}.{key}"
             if isinstance(arm[key], list):
                 axes.append(list(arm[key]))
                 continue
@@ -457,7 +491,7 @@ def _expand_sweeps(arms: dict) -> tuple[dict, dict[str, tuple[str, tuple]]]:
         count = math.prod(len(values) for values in axes)
         if count > MAX_SWEEP_ARMS:
             raise ConfigError(
-                f"optimizers.{name}: sweeping {', '.join(swept)} gives {count:,} arms, more "
+                f"{table}.{name}: sweeping {', '.join(swept)} gives {count:,} arms, more "
                 f"than {MAX_SWEEP_ARMS:,}"
             )
         for combination in itertools.product(*axes):
@@ -466,11 +500,11 @@ def _expand_sweeps(arms: dict) -> tuple[dict, dict[str, tuple[str, tuple]]]:
             if expanded in arms or expanded in out:
                 taken = "is also configured" if expanded in arms else "is given twice"
                 raise ConfigError(
-                    f"optimizers.{name}.{swept[0]}: the expanded arm {expanded!r} {taken}; "
+                    f"{table}.{name}.{swept[0]}: the expanded arm {expanded!r} {taken}; "
                     "rename one of them"
                 )
             if not _NAME.fullmatch(expanded):
-                raise ConfigError(_bad_name(f"optimizers.{name}", expanded))
+                raise ConfigError(_bad_name(f"{table}.{name}", expanded))
             out[expanded] = {**copy.deepcopy(arm), "kind": kind, **dict(pairs)}
             sweep[expanded] = (name, pairs)
     return out, sweep
@@ -739,7 +773,7 @@ def _resolve_scenarios(data: dict, num_pairs: int, base_dir: Path | None) -> Non
 def _resolve_arms(data: dict, raw: dict) -> dict[str, OptimizerArm]:
     """Sweeps expanded, every arm's hyperparameters checked, the baseline among them."""
     optimizers = {}
-    data["optimizers"], arm_sweeps = _expand_sweeps(data["optimizers"])
+    data["optimizers"], arm_sweeps = expand_sweeps(data["optimizers"])
     for name, arm_raw in data["optimizers"].items():
         arm_raw = dict(arm_raw or {})
         kind = arm_raw.pop("kind", name)
@@ -768,6 +802,10 @@ def _resolve_arms(data: dict, raw: dict) -> dict[str, OptimizerArm]:
     return optimizers
 
 
+#: The optional sections no simulation of the grid depends on (studies, tuning).
+STUDY_SECTIONS = ("cend_study", "workers_study", "budget_study", "tuning")
+
+
 def _check_studies(config: Config) -> None:
     """The optional studies' references, once the tables they name exist."""
     data = config.resolved
@@ -783,6 +821,10 @@ def _check_studies(config: Config) -> None:
         from spsa_bench.engine import tuning
 
         tuning.tuning_settings(config)
+    if "budget_study" in data:
+        from spsa_bench.engine import budget_study
+
+        budget_study.study_settings(config)
 
 
 def read_yaml(path: str | Path) -> Any:

@@ -381,6 +381,12 @@ def _optimizer_arm(rows: Mapping[str, OptimizerSpec], kind: str | None) -> dict:
     }
 
 
+def arm_schema(kind: str, rows: Mapping[str, OptimizerSpec] | None = None) -> dict:
+    """The schema of a configured arm of ``kind`` (its hyperparameters, each
+    :func:`sweepable`): what a study checks its own arms against."""
+    return _optimizer_arm(REGISTRY if rows is None else rows, kind)
+
+
 #: The run-wide conventions of a configuration (all optional, defaults in the loader).
 RUN_CONVENTIONS = {
     "signal": {
@@ -399,6 +405,46 @@ RUN_CONVENTIONS = {
         "description": NOISE["description"] + "; default for every scenario (default: vendored)",
     },
 }
+
+
+def _name_list(description: str) -> dict:
+    """A non-empty list of distinct names (of scenarios, arms, ...)."""
+    return {
+        "type": "array",
+        "items": {"type": "string", "pattern": NAME_PATTERN},
+        "minItems": 1,
+        "uniqueItems": True,
+        "description": description,
+    }
+
+
+def _named_settings(description: str, item: str | None = None) -> dict:
+    """A non-empty mapping name -> settings (a mapping, or null), e.g. a study's arms;
+    ``item`` describes one entry."""
+    entry = {"type": ["object", "null"]}
+    if item is not None:
+        entry["description"] = item
+    out = {
+        "type": "object",
+        "minProperties": 1,
+        "propertyNames": {"type": "string", "pattern": NAME_PATTERN},
+        "additionalProperties": entry,
+    }
+    if description:
+        out["description"] = description
+    return out
+
+
+def _tuning_seeds(description: str) -> dict:
+    """``{first, count}``: seeds a choice is made on, apart from the benchmark's."""
+    return _object(
+        description,
+        {
+            "first": _int("first tuning seed", minimum=0, maximum=MAX_SEED),
+            "count": _int("number of tuning seeds", minimum=1, maximum=MAX_SEEDS),
+        },
+        required=("first", "count"),
+    )
 
 
 #: The c_end study (spsa_bench.engine.cend_study): optional, off when absent.
@@ -426,16 +472,10 @@ CEND_STUDY = _object(
             "pattern": NAME_PATTERN,
             "description": "an SPSA-family arm of this config the variants start from",
         },
-        "variants": {
-            "type": "object",
-            "minProperties": 1,
-            "propertyNames": {"type": "string", "pattern": NAME_PATTERN},
-            "additionalProperties": {
-                "type": ["object", "null"],
-                "description": "hyperparameters over the base arm's (checked like an arm's)",
-            },
-            "description": "named variants of the base arm (not grid arms); the first is the paired baseline",
-        },
+        "variants": _named_settings(
+            "named variants of the base arm (not grid arms); the first is the paired baseline",
+            "hyperparameters over the base arm's (checked like an arm's)",
+        ),
     },
     required=("scenario", "batch_mode", "c_end", "base", "variants"),
 )
@@ -463,13 +503,7 @@ WORKERS_STUDY = _object(
             "pattern": NAME_PATTERN,
             "description": "a synchronous batch mode of this config (the paired reference)",
         },
-        "scenarios": {
-            "type": "array",
-            "items": {"type": "string", "pattern": NAME_PATTERN},
-            "minItems": 1,
-            "uniqueItems": True,
-            "description": "scenarios of this config",
-        },
+        "scenarios": _name_list("scenarios of this config"),
         "arms": {
             "description": "config arms by name, or a mapping name -> null (a config arm) or "
             "arm settings with kind (study-only arms, checked like an arm's)",
@@ -480,12 +514,7 @@ WORKERS_STUDY = _object(
                     "minItems": 1,
                     "uniqueItems": True,
                 },
-                {
-                    "type": "object",
-                    "minProperties": 1,
-                    "propertyNames": {"type": "string", "pattern": NAME_PATTERN},
-                    "additionalProperties": {"type": ["object", "null"]},
-                },
+                _named_settings(""),
             ],
         },
         "margin": _num(
@@ -498,31 +527,65 @@ WORKERS_STUDY = _object(
 )
 
 
+def _budgets(description: str, item: dict) -> dict:
+    return {
+        "type": "array",
+        "items": item,
+        "minItems": 2,
+        "uniqueItems": True,
+        "description": description,
+    }
+
+
+#: The budget study (spsa_bench.engine.budget_study): optional, off when absent.
+BUDGET_STUDY = _object(
+    "The budget study (issue 16): the arms at several budgets, each budget its own run from "
+    "the start, swept arms tuned per budget on held-out seeds (docs/benchmark.md, 'Budget "
+    "study')",
+    {
+        "num_pairs": _budgets(
+            "the budgets in game pairs, at least two (give num_pairs or games)",
+            _int("a budget in game pairs", minimum=1, maximum=10**9),
+        ),
+        "games": _budgets(
+            "the budgets in games as Fishtest takes them (1000 to 3,200,000 in multiples of "
+            "1000; num_pairs = games // 2), at least two (give num_pairs or games)",
+            _int("a budget in games"),
+        ),
+        "batch_mode": {"type": "string", "pattern": NAME_PATTERN, "description": "batch mode"},
+        "scenarios": _name_list("scenarios of this config"),
+        "tuning_seeds": _tuning_seeds(
+            "the seeds a swept arm's setting is chosen on, per budget (disjoint from `seeds`; "
+            "needed when an arm is swept)"
+        ),
+        "arms": _named_settings(
+            "the arms, by name",
+            "null: the config arm of that name; a mapping: an arm of this study only (kind "
+            "and hyperparameters, checked like an arm's; a swept hyperparameter is tuned per "
+            "budget)",
+        ),
+        "baseline": {
+            "type": "string",
+            "pattern": NAME_PATTERN,
+            "description": "the arm the paired differences are taken against (default: the first)",
+        },
+    },
+    required=("batch_mode", "scenarios", "arms"),
+)
+
+
 #: The tuning protocol (spsa_bench.engine.tuning): optional, off when absent.
 TUNING = _object(
     "The tuning protocol (issue 16): each sweep's setting is chosen on these seeds, "
     "disjoint from `seeds`, and reported on `seeds` (docs/benchmark.md, 'Tuning protocol')",
     {
-        "seeds": _object(
-            "the tuning seeds (must not overlap the benchmark's seeds)",
-            {
-                "first": _int("first tuning seed", minimum=0, maximum=MAX_SEED),
-                "count": _int("number of tuning seeds", minimum=1, maximum=MAX_SEEDS),
-            },
-            required=("first", "count"),
-        ),
+        "seeds": _tuning_seeds("the tuning seeds (must not overlap the benchmark's seeds)"),
         "criterion": {
             "type": "string",
             "enum": ["median"],
             "description": "what the choice minimises: the median final Elo loss (default)",
         },
-        "family": {
-            "type": "array",
-            "items": {"type": "string", "pattern": NAME_PATTERN},
-            "minItems": 1,
-            "uniqueItems": True,
-            "description": "scenarios of the robust choice (default: every scenario)",
-        },
+        "family": _name_list("scenarios of the robust choice (default: every scenario)"),
     },
     required=("seeds",),
 )
@@ -556,6 +619,7 @@ def build_schema(rows: Mapping[str, OptimizerSpec] | None = None) -> dict:
             **RUN_CONVENTIONS,
             "cend_study": CEND_STUDY,
             "workers_study": WORKERS_STUDY,
+            "budget_study": BUDGET_STUDY,
             "tuning": TUNING,
             "seeds": _object(
                 "the seeds to run",

@@ -248,7 +248,7 @@ def pool_row(config: Config, *, scenario: str, repeats: int = 5, out=None, **row
     fishtest`` at STC) of ``workers`` workers, ``seeds`` seeds and ``num_pairs`` pairs
     (:data:`POOL_ROW` by default): the medians of ``repeats``; the replay should take
     under :data:`POOL_TARGET_S` on one core."""
-    from spsa_bench.config.loader import resolve
+    from spsa_bench.config.loader import STUDY_SECTIONS, resolve
 
     out = out or sys.stdout
     row = {**POOL_ROW, **row}
@@ -256,8 +256,8 @@ def pool_row(config: Config, *, scenario: str, repeats: int = 5, out=None, **row
     raw.pop("games", None)
     raw.update(num_pairs=row["num_pairs"], seeds={"first": 0, "count": row["seeds"]})
     raw["batch_modes"] = {"pool": {"workers": row["workers"], "batch": "fishtest", "tc": "STC"}}
-    raw.pop("cend_study", None)
-    raw.pop("workers_study", None)
+    for key in STUDY_SECTIONS:  # they name the grid's modes, which the pool replaces
+        raw.pop(key, None)
     pool_config = resolve(raw)
     mode, seeds = pool_config.batch_mode("pool"), np.arange(row["seeds"])
     problem = make_problem(pool_config, scenario, seeds)

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -74,22 +74,8 @@ def tuning_settings(config: Config) -> Tuning | None:
     if raw is None:
         return None
     where = SETTINGS_KEY
-    from spsa_bench.config.limits import LimitError, check_seed_range
-
-    first, count = int(raw["seeds"]["first"]), int(raw["seeds"]["count"])
-    try:
-        check_seed_range(f"{where}.seeds", first, count)
-    except LimitError as error:
-        raise ConfigError(str(error)) from None
-    seeds = range(first, first + count)
     test = config.seed_range()
-    overlap = range(max(seeds.start, test.start), min(seeds.stop, test.stop))
-    if len(overlap):
-        raise ConfigError(
-            f"{where}.seeds = {first}..{seeds.stop - 1}: overlaps the benchmark's seeds "
-            f"{test.start}..{test.stop - 1} (at {overlap.start}..{overlap.stop - 1}); the "
-            "tuning seeds must be disjoint from them, or the choice sees the test seeds"
-        )
+    seeds = held_out_seeds(f"{where}.seeds", raw["seeds"], test)
     criterion = str(raw.get("criterion", "median"))
     if criterion not in CRITERIA:
         raise ConfigError(
@@ -116,6 +102,57 @@ def tuning_settings(config: Config) -> Tuning | None:
         baseline_sweep=baseline.sweep or baseline.name,
         baseline_swept=baseline.sweep is not None,
     )
+
+
+def seed_overlap(seeds: range, test: range) -> range:
+    """The seeds two contiguous ranges share (empty when none)."""
+    return range(max(seeds.start, test.start), min(seeds.stop, test.stop))
+
+
+def held_out_seeds(where: str, raw: dict, test: range) -> range:
+    """The tuning seeds ``{first, count}`` at key ``where``, refused (naming it) beyond the
+    seed limits or where they overlap ``test`` (the configuration's seeds)."""
+    from spsa_bench.config.limits import LimitError, check_seed_range
+
+    first, count = int(raw["first"]), int(raw["count"])
+    try:
+        check_seed_range(where, first, count)
+    except LimitError as error:
+        raise ConfigError(str(error)) from None
+    seeds = range(first, first + count)
+    overlap = seed_overlap(seeds, test)
+    if len(overlap):
+        raise ConfigError(
+            f"{where} = {first}..{seeds.stop - 1}: overlaps the benchmark's seeds "
+            f"{test.start}..{test.stop - 1} (at {overlap.start}..{overlap.stop - 1}); the "
+            "tuning seeds must be disjoint from them, or the choice sees the test seeds"
+        )
+    return seeds
+
+
+def _ratio_to_best(median: np.ndarray, best: float) -> np.ndarray:
+    """``median / best``; where the best is 0 (or not finite), 1 for the best and inf else."""
+    if best > 0 and np.isfinite(best):
+        return median / best
+    return np.where(median == best, 1.0, np.inf)
+
+
+def pick_settings(medians: np.ndarray, family: Sequence[int]) -> tuple[np.ndarray, int, np.ndarray]:
+    """The oracle and robust picks among the settings of one sweep.
+
+    ``medians`` is ``(setting, scenario)``: each setting's median final loss over the
+    tuning seeds (``inf`` for a run without a finite loss); ``family`` the columns of
+    the robust choice. Returns ``(oracle, robust, score)``::
+
+        oracle[s] = argmin_k medians[k, s]                       (per scenario)
+        score[k]  = mean_{s in family} medians[k, s] / min_j medians[j, s]
+        robust    = argmin_k score[k]
+
+    ties going to the first setting.
+    """
+    medians = np.asarray(medians, dtype=np.float64)
+    score = np.mean([_ratio_to_best(medians[:, s], medians[:, s].min()) for s in family], axis=0)
+    return np.argmin(medians, axis=0), int(np.argmin(score)), score
 
 
 def run_tuning(
@@ -148,9 +185,10 @@ def run_tuning(
     return _tuning_dataset(config, settings, seeds, loss)
 
 
-def _swept_coords(arms: tuple[OptimizerArm, ...]) -> dict:
-    """One coordinate along ``arm`` per swept hyperparameter (``swept_<name>``): the
-    arm's value, NaN (or empty text) for arms whose sweep does not vary it."""
+def swept_coords(arms: Sequence[OptimizerArm], dim: str = "arm") -> dict:
+    """One coordinate along ``dim`` (one arm each) per swept hyperparameter
+    (``swept_<name>``): the arm's value, NaN (or empty text) for arms whose sweep does
+    not vary it."""
     keys = list(dict.fromkeys(key for arm in arms for key, _ in arm.swept))
     coords = {}
     for key in keys:
@@ -161,7 +199,7 @@ def _swept_coords(arms: tuple[OptimizerArm, ...]) -> dict:
             if text
             else np.array([np.nan if v is None else float(v) for v in values])
         )
-        coords[f"swept_{key}"] = ("arm", data, {"long_name": f"the arm's swept {key}"})
+        coords[f"swept_{key}"] = (dim, data, {"long_name": f"the arm's swept {key}"})
     return coords
 
 
@@ -191,7 +229,7 @@ def _tuning_dataset(config: Config, settings: Tuning, seeds, loss) -> xr.Dataset
             np.array([setting_label(a.swept) for a in arms], dtype=object),
             {"long_name": "the arm's swept hyperparameters"},
         ),
-        **_swept_coords(arms),
+        **swept_coords(arms),
         "scenario": ("scenario", np.array(settings.scenarios, dtype=object)),
         "batch_mode": (
             "batch_mode",

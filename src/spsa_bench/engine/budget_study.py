@@ -1,0 +1,421 @@
+"""The budget study: final Elo loss against the budget, swept arms tuned per budget.
+
+A decaying Fishtest schedule depends on the budget ``N`` (``A = A_ratio N``; ``c_k``
+and ``a_k`` reach ``c_end`` and ``a_end = r_end c_end**2`` at ``k = N``), so the
+result of a budget cannot be read off a longer run: each budget is its own run
+from the start. The study runs the configuration's ``budget_study`` arms at every
+budget on its scenarios::
+
+    budget_study:
+      num_pairs: [10000, 30000, 100000, 300000]  # or games: [...]; at least two
+      batch_mode: sync
+      scenarios: [mixed, tune-16-stc]
+      tuning_seeds: {first: 2000, count: 20}     # disjoint from `seeds`
+      baseline: spsa-decay                       # default: the first arm
+      arms:
+        spsa: null                               # a config arm, as configured
+        spsa-decay: {kind: spsa, r_scale: {log_range: {min: 0.03, max: 30, num: 7}}}
+        spsa-constant: {kind: spsa, A: 0, alpha: 0, gamma: 0, r_scale: [0.1, 1, 10]}
+
+An arm given as a mapping runs in this study only; a swept hyperparameter (a list
+or ``{log_range: ...}``, expanded as a grid arm's sweep) is **tuned per budget**.
+At each budget every setting runs on the tuning seeds, and each swept arm's setting
+is chosen from those runs alone (:func:`choose_settings`, the tuning protocol's
+rule, :func:`spsa_bench.engine.tuning.pick_settings`)::
+
+    oracle[s] = the setting with the smallest median final loss in scenario s
+    robust    = the setting minimising mean_s median[k, s] / min_j median[j, s]
+
+Then the chosen settings run on the test seeds (the configuration's ``seeds``),
+which the choice never sees. Every arm at one seed and budget shares the
+schedule, the flips and the match draws (common random numbers), so differences
+between arms are paired.
+
+Constant gain. With ``alpha = 0`` the Fishtest gain is ``a_k = a / (A + k)**0 = a
+= r_end c_end**2 (A + N)**0 = r_end c_end**2`` for every ``k``, whatever ``A``;
+with ``gamma = 0`` the probe is ``c_k = c_end``. Both zero (``A = 0`` too) is what
+Fishtest's Autoselect runs (``optimizers/autoselect.py``): the step ``(a_k / c_k)
+S flip = r_end c_end S flip`` and the phi-space rate ``r_k = a_k / c_k**2 =
+r_end`` are constant. ``alpha = 0`` with ``gamma > 0`` would not be: the step
+``a / c_k`` grows like ``k**gamma``.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import sys
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from spsa_bench.config.loader import (
+    STUDY_SECTIONS,
+    Config,
+    ConfigError,
+    OptimizerArm,
+    check_arm_settings,
+    expand_sweeps,
+    resolve,
+)
+from spsa_bench.engine.cend_study import known
+from spsa_bench.engine.tuning import held_out_seeds, pick_settings
+from spsa_bench.optimizers import hyper_from_dict
+
+if TYPE_CHECKING:
+    import xarray as xr
+
+STUDY_KEY = "budget_study"
+TUNINGS = ("oracle", "robust")
+
+
+@dataclasses.dataclass(frozen=True)
+class StudyArm:
+    name: str
+    settings: tuple[OptimizerArm, ...]  # one per swept value; one for an unswept arm
+
+    @property
+    def swept(self) -> bool:
+        return self.settings[0].sweep is not None
+
+
+@dataclasses.dataclass(frozen=True)
+class BudgetStudy:
+    num_pairs: tuple[int, ...]  # the budgets, ascending
+    budget_key: str  # "num_pairs" or "games": how the configuration gave them
+    batch_mode: str
+    scenarios: tuple[str, ...]
+    tuning_seeds: range | None  # None when no arm is swept and none were given
+    arms: tuple[StudyArm, ...]
+    baseline: str
+
+    @property
+    def settings(self) -> tuple[OptimizerArm, ...]:
+        """Every setting of every arm, arm by arm."""
+        return tuple(setting for arm in self.arms for setting in arm.settings)
+
+    @property
+    def owners(self) -> np.ndarray:
+        """The index of each setting's arm, ``(setting,)``."""
+        return np.repeat(np.arange(len(self.arms)), [len(arm.settings) for arm in self.arms])
+
+
+def _budgets(raw: dict, where: str) -> tuple[tuple[int, ...], str]:
+    """The budgets in pairs, ascending, and the key they were given as."""
+    from spsa_bench.config.param_block import BlockError, check_games
+
+    given = [key for key in ("num_pairs", "games") if key in raw]
+    if len(given) != 1:
+        what = "both" if given else "neither"
+        raise ConfigError(f"{where}: give the budgets as num_pairs or games, not {what}")
+    key = given[0]
+    if key == "num_pairs":
+        return tuple(sorted(int(n) for n in raw[key])), key
+    pairs = []
+    for index, games in enumerate(raw[key]):
+        try:
+            pairs.append(check_games(games) // 2)
+        except BlockError as error:
+            raise ConfigError(f"{where}.games[{index}]{str(error).removeprefix('games')}") from None
+    return tuple(sorted(pairs)), key
+
+
+def budget_config(config: Config, num_pairs: int, where: str = STUDY_KEY) -> Config:
+    """``config`` at a budget of ``num_pairs`` pairs, as if the file said so (its optional
+    studies left out); an error (checkpoints, a fixed batch) names the budget."""
+    raw = {
+        key: copy.deepcopy(value)
+        for key, value in config.resolved.items()
+        if key not in STUDY_SECTIONS and key != "games"
+    }
+    raw["num_pairs"] = int(num_pairs)
+    try:
+        return resolve(raw)
+    except ConfigError as error:
+        raise ConfigError(f"{where}: at a budget of {num_pairs:,} pairs: {error}") from None
+
+
+def _arm(config: Config, name: str, settings, where: str) -> StudyArm:
+    """A config arm (``settings`` None) or this study's own arm, its sweep expanded."""
+    if settings is None:
+        arm = known(config.optimizer, name, where)
+        return StudyArm(name, (dataclasses.replace(arm, sweep=None, swept=()),))
+    settings = dict(settings)
+    kind = settings.pop("kind", name)
+    check_arm_settings(where, kind, settings)
+    table = where.rsplit(".", 1)[0]
+    expanded, sweeps = expand_sweeps({name: {"kind": kind, **settings}}, table)
+    arms = []
+    for setting, values in expanded.items():
+        values = {key: value for key, value in values.items() if key != "kind"}
+        try:
+            hyper = hyper_from_dict(kind, values)
+        except (TypeError, ValueError) as error:
+            raise ConfigError(f"{where}: {error}") from None
+        source, swept = sweeps.get(setting, (None, ()))
+        arms.append(OptimizerArm(setting, kind, hyper, sweep=source, swept=swept))
+    return StudyArm(name, tuple(arms))
+
+
+def _study_arms(config: Config, raw: dict, where: str) -> tuple[StudyArm, ...]:
+    arms = tuple(_arm(config, name, settings, f"{where}.{name}") for name, settings in raw.items())
+    seen: dict[str, str] = {}
+    for arm in arms:
+        for setting in arm.settings:
+            if setting.name in seen and seen[setting.name] != arm.name:
+                raise ConfigError(
+                    f"{where}.{arm.name}: its setting {setting.name!r} is also an arm of the "
+                    f"study ({seen[setting.name]}); rename one of them"
+                )
+            seen[setting.name] = arm.name
+    return arms
+
+
+def study_settings(config: Config) -> BudgetStudy | None:
+    """The configuration's ``budget_study``, checked (``None`` when it has none)."""
+    raw = config.resolved.get(STUDY_KEY)
+    if raw is None:
+        return None
+    where = STUDY_KEY
+    num_pairs, budget_key = _budgets(raw, where)
+    known(config.batch_mode, raw["batch_mode"], f"{where}.batch_mode")
+    for scenario in raw["scenarios"]:
+        known(config.scenario, scenario, f"{where}.scenarios")
+    arms = _study_arms(config, raw["arms"], f"{where}.arms")
+    swept = [arm.name for arm in arms if arm.swept]
+    tuning_seeds = None
+    if "tuning_seeds" in raw:
+        tuning_seeds = held_out_seeds(
+            f"{where}.tuning_seeds", raw["tuning_seeds"], config.seed_range()
+        )
+    elif swept:
+        raise ConfigError(
+            f"{where}.tuning_seeds: required, the swept arm {swept[0]!r} is tuned on them"
+        )
+    baseline = raw.get("baseline", arms[0].name)
+    if baseline not in {arm.name for arm in arms}:
+        raise ConfigError(
+            f"{where}.baseline = {baseline!r}: not one of its arms ({', '.join(a.name for a in arms)})"
+        )
+    for budget in num_pairs:  # each budget must make a valid configuration
+        budget_config(config, budget, f"{where}.{budget_key}")
+    return BudgetStudy(
+        num_pairs=num_pairs,
+        budget_key=budget_key,
+        batch_mode=raw["batch_mode"],
+        scenarios=tuple(raw["scenarios"]),
+        tuning_seeds=tuning_seeds,
+        arms=arms,
+        baseline=baseline,
+    )
+
+
+def choose_settings(study: BudgetStudy, tuning_loss: np.ndarray) -> np.ndarray:
+    """Each arm's oracle and robust setting at one budget, ``(arm, tuning, scenario)``
+    indices into :attr:`BudgetStudy.settings`, from ``tuning_loss`` alone: the final
+    losses ``(setting, scenario, tuning seed)`` at that budget (an arm with one setting
+    takes it). The robust family is every scenario of the study."""
+    chosen = np.zeros((len(study.arms), len(TUNINGS), len(study.scenarios)), dtype=np.int64)
+    owners = study.owners
+    for a in range(len(study.arms)):
+        index = np.flatnonzero(owners == a)
+        if index.size == 1:
+            chosen[a] = index[0]
+            continue
+        medians = np.median(tuning_loss[index], axis=-1)
+        medians[np.isnan(medians)] = np.inf
+        oracle, robust, _ = pick_settings(medians, range(len(study.scenarios)))
+        chosen[a, 0] = index[oracle]
+        chosen[a, 1] = index[robust]
+    return chosen
+
+
+def distinct_runs(arms: Sequence[OptimizerArm]) -> dict[tuple, OptimizerArm]:
+    """The arms that run differently: ``{(kind, hyperparameters): first such arm}``. At one
+    seed, arms of equal kind and hyperparameters share every random number, so their
+    runs are equal and one replay serves them all."""
+    distinct: dict[tuple, OptimizerArm] = {}
+    for arm in arms:
+        distinct.setdefault((arm.kind, arm.hyper), arm)
+    return distinct
+
+
+def _final_losses(budget: Config, scenario: str, arms, schedule, seeds) -> np.ndarray:
+    """The final true Elo loss ``(arm, seed)`` of each arm on one scenario and schedule
+    (one replay per :func:`distinct_runs` entry)."""
+    from spsa_bench.engine.simulate import make_noise, make_problem, replay_arm, scenario_rounding
+
+    problem = make_problem(budget, scenario, seeds)
+    noise, rounding = make_noise(budget, scenario), scenario_rounding(budget, scenario)
+    losses = {}
+    for key, arm in distinct_runs(arms).items():
+        run = replay_arm(budget, arm, problem, schedule, noise=noise, rounding=rounding)
+        losses[key] = problem.bowl.elo_loss(run.theta[:, -1])
+    return np.stack([losses[(arm.kind, arm.hyper)] for arm in arms])
+
+
+def _tuning_runs(budget: Config, study: BudgetStudy, seeds, progress) -> np.ndarray:
+    """Every setting on every scenario at the tuning seeds: ``(setting, scenario, seed)``."""
+    from spsa_bench.engine.simulate import make_schedule
+
+    schedule = make_schedule(budget, budget.batch_mode(study.batch_mode), seeds)
+    out = np.empty((len(study.settings), len(study.scenarios), len(seeds)))
+    for s, scenario in enumerate(study.scenarios):
+        if progress is not None:
+            runs = len(distinct_runs(study.settings))
+            progress(f"{budget.num_pairs:,} pairs, {scenario}: "
+                     f"{runs} settings on {len(seeds)} tuning seeds")  # fmt: skip
+        out[:, s] = _final_losses(budget, scenario, study.settings, schedule, seeds)
+    return out
+
+
+def _test_runs(budget: Config, study: BudgetStudy, chosen, seeds, progress) -> np.ndarray:
+    """Each arm's chosen settings on the test seeds: ``(arm, tuning, scenario, seed)``;
+    a setting chosen twice (oracle and robust, or an unswept arm) runs once."""
+    from spsa_bench.engine.simulate import make_schedule
+
+    schedule = make_schedule(budget, budget.batch_mode(study.batch_mode), seeds)
+    settings = study.settings
+    out = np.empty((*chosen.shape, len(seeds)))
+    for s, scenario in enumerate(study.scenarios):
+        needed = list(dict.fromkeys(int(k) for k in chosen[:, :, s].ravel()))
+        if progress is not None:
+            runs = len(distinct_runs([settings[k] for k in needed]))
+            progress(f"{budget.num_pairs:,} pairs, {scenario}: "
+                     f"{runs} chosen settings on {len(seeds)} test seeds")  # fmt: skip
+        losses = _final_losses(budget, scenario, [settings[k] for k in needed], schedule, seeds)
+        for a, t in np.ndindex(*chosen.shape[:2]):
+            out[a, t, s] = losses[needed.index(int(chosen[a, t, s]))]
+    return out
+
+
+def _start_gap(config: Config, study: BudgetStudy, seeds) -> np.ndarray:
+    """The true Elo loss at the start, ``(scenario, seed)`` (the same at every budget)."""
+    from spsa_bench.engine.simulate import make_problem
+
+    gaps = []
+    for scenario in study.scenarios:
+        problem = make_problem(config, scenario, seeds)
+        gaps.append(problem.bowl.elo_loss(np.tile(problem.view.theta_start, (len(seeds), 1))))
+    return np.stack(gaps)
+
+
+def run_budget_study(
+    config: Config,
+    study: BudgetStudy,
+    seeds: Sequence[int],
+    progress: Callable[[str], None] | None = None,
+) -> xr.Dataset:
+    """Final Elo loss of every arm at every budget on the test ``seeds``, each swept
+    arm at the settings chosen on the tuning seeds at that budget (dims arm, tuning,
+    budget, scenario, seed), with the tuning runs and the choices."""
+    seeds = np.asarray(list(seeds), dtype=np.int64)
+    tuning_seeds = np.asarray(list(study.tuning_seeds or ()), dtype=np.int64)
+    n_budgets, n_scenarios = len(study.num_pairs), len(study.scenarios)
+    tuning_loss = np.full((len(study.settings), n_budgets, n_scenarios, tuning_seeds.size), 0.0)
+    chosen = np.zeros((len(study.arms), len(TUNINGS), n_budgets, n_scenarios), dtype=np.int64)
+    loss = np.empty((len(study.arms), len(TUNINGS), n_budgets, n_scenarios, seeds.size))
+    for b, num_pairs in enumerate(study.num_pairs):
+        budget = budget_config(config, num_pairs)
+        if tuning_seeds.size:
+            tuning_loss[:, b] = _tuning_runs(budget, study, tuning_seeds, progress)
+        chosen[:, :, b] = choose_settings(study, tuning_loss[:, b])
+        loss[:, :, b] = _test_runs(budget, study, chosen[:, :, b], seeds, progress)
+    start_gap = _start_gap(config, study, seeds)
+    results = {"loss": loss, "chosen": chosen, "tuning_loss": tuning_loss, "start_gap": start_gap}
+    return _study_dataset(config, study, seeds, tuning_seeds, results)
+
+
+#: What ``choice`` says in the dataset and the table.
+CHOICE_TEXT = (
+    "a swept arm's setting is chosen at each budget from its runs on the tuning seeds only "
+    "(oracle: the smallest median final Elo loss in the scenario; robust: the smallest mean, "
+    "over the study's scenarios, of its median divided by that scenario's best median; ties "
+    "to the first setting) and reported on the test seeds, which the choice never saw"
+)
+#: What ``assumption`` says in the dataset and the table.
+ASSUMPTION = (
+    "the groups scenarios' geometry, the truth prior of the tune scenarios (docs/fishtest.md) "
+    "and each scenario's game-pair noise model (docs/noise.md) are modelling assumptions, not "
+    "measurements"
+)
+
+
+def _setting_coords(study: BudgetStudy) -> dict:
+    from spsa_bench.engine.tuning import setting_label, swept_coords
+
+    settings = study.settings
+    owner = [study.arms[a].name for a in study.owners]
+    labels = [setting_label(s.swept) if s.sweep is not None else "as configured" for s in settings]
+    return {
+        "setting": ("setting", np.array([s.name for s in settings], dtype=object),
+                    {"long_name": "a setting of an arm (a swept arm's expanded arm)"}),
+        "setting_arm": ("setting", np.array(owner, dtype=object),
+                        {"long_name": "the arm the setting belongs to"}),
+        "setting_value": ("setting", np.array(labels, dtype=object),
+                          {"long_name": "the setting's swept hyperparameters"}),
+        **swept_coords(settings, "setting"),
+    }  # fmt: skip
+
+
+def _study_coords(study: BudgetStudy, seeds, tuning_seeds) -> dict:
+    budgets = np.array(study.num_pairs, dtype=np.int64)
+    return {
+        "arm": ("arm", np.array([arm.name for arm in study.arms], dtype=object),
+                {"long_name": "optimizer arm"}),
+        "kind": ("arm", np.array([arm.settings[0].kind for arm in study.arms], dtype=object),
+                 {"long_name": "optimizer kind"}),
+        "tuned": ("arm", np.array([int(arm.swept) for arm in study.arms], dtype=np.int64),
+                  {"long_name": "1 when the arm is swept and tuned per budget", "units": "1"}),
+        "tuning": ("tuning", np.array(TUNINGS, dtype=object),
+                   {"long_name": "how the setting was chosen on the tuning seeds"}),
+        "budget": ("budget", budgets, {"long_name": "budget of the run", "units": "pairs"}),
+        "games": ("budget", 2 * budgets, {"long_name": "budget of the run", "units": "games"}),
+        "scenario": ("scenario", np.array(study.scenarios, dtype=object),
+                     {"long_name": "scenario"}),
+        "seed": ("seed", seeds, {"long_name": "test seed"}),
+        "tuning_seed": ("tuning_seed", tuning_seeds,
+                        {"long_name": "tuning seed (disjoint from the test seeds)"}),
+        **_setting_coords(study),
+    }  # fmt: skip
+
+
+def _study_dataset(config, study, seeds, tuning_seeds, results) -> xr.Dataset:
+    import xarray as xr
+
+    from spsa_bench.results.cf import conform
+    from spsa_bench.results.provenance import provenance
+
+    cell = ("budget", "scenario")
+    data_vars = {
+        "final_elo_loss": (("arm", "tuning", *cell, "seed"), results["loss"],
+                           {"long_name": "true Elo loss at the end of the budget, on the test "
+                            "seeds, of the arm's chosen setting", "units": "Elo"}),
+        "chosen_setting": (("arm", "tuning", *cell), results["chosen"],
+                           {"long_name": "index along setting of the arm's chosen setting",
+                            "units": "1"}),
+        "tuning_final_elo_loss": (("setting", *cell, "tuning_seed"), results["tuning_loss"],
+                                  {"long_name": "true Elo loss at the end of the budget, on "
+                                   "the tuning seeds", "units": "Elo"}),
+        "start_elo_gap": (("scenario", "seed"), results["start_gap"],
+                          {"long_name": "true Elo loss at the start", "units": "Elo"}),
+    }  # fmt: skip
+    tuning = study.tuning_seeds or range(0)
+    attrs = {
+        "title": f"spsa-bench budget study: {', '.join(study.scenarios)} / {study.batch_mode}",
+        "batch_mode": study.batch_mode,
+        "baseline": study.baseline,
+        "budget_key": study.budget_key,
+        "level": 0.95,
+        "choice": CHOICE_TEXT,
+        "tuning_seeds_first": tuning.start,
+        "tuning_seeds_count": len(tuning),
+        "assumption": ASSUMPTION,
+        **provenance(config.to_json()),
+    }
+    return conform(xr.Dataset(data_vars, _study_coords(study, seeds, tuning_seeds), attrs))
+
+
+def print_progress(message: str) -> None:
+    print(f"budget study: {message}", file=sys.stderr, flush=True)
