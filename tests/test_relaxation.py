@@ -19,7 +19,7 @@ from conftest import random_rotations, small_config_dict
 
 from spsa_bench import optimizers
 from spsa_bench.analysis import linear_spsa, ranking, relaxation, tables
-from spsa_bench.config.loader import OptimizerArm, load_config, resolve
+from spsa_bench.config.loader import STUDY_SECTIONS, OptimizerArm, load_config, resolve
 from spsa_bench.engine.simulate import make_noise, make_problem, simulate
 from spsa_bench.model.bowl import SeedBowls, build_problem
 from spsa_bench.optimizers.autoselect import SpsaAutoselectHyper, autoselect
@@ -175,7 +175,7 @@ def test_the_prediction_against_a_simulation(default_config):
     """Calibrated, sync, spsa, 100 seeds: the mean loss within 3.5 standard errors at every
     checkpoint, and the predicted relaxation within two checkpoints of the measured."""
     raw = dict(default_config.resolved, checkpoints=61)
-    config = resolve({k: v for k, v in raw.items() if k not in ("cend_study", "workers_study")})
+    config = resolve({k: v for k, v in raw.items() if k not in STUDY_SECTIONS})
     run = simulate(config, optimizer="spsa", batch_mode="sync", scenario="calibrated",
                    seeds=range(100))  # fmt: skip
     loss = run["elo_loss"].values  # (seed, pairs)
@@ -194,7 +194,7 @@ def test_the_prediction_against_a_simulation(default_config):
 def test_arms_without_a_linear_prediction_say_why(default_config):
     view = make_problem(default_config, "calibrated").view
     assert linear_spsa.not_predicted(default_config.optimizer("spsa"), view) is None
-    assert "not an SPSA kind" in linear_spsa.not_predicted(default_config.optimizer("adam"))
+    assert "not an SPSA kind" in linear_spsa.not_predicted(default_config.optimizer("adam-lr-0p04"))
     cwd = OptimizerArm("cwd", "spsa-cwd", optimizers.REGISTRY["spsa-cwd"].hyper(lambda_cwd=0.5))
     assert "weight decay" in linear_spsa.not_predicted(cwd)
     frozen = OptimizerArm("s", "spsa", SpsaHyper(r_scale=0.0))
@@ -285,7 +285,8 @@ def tiny_benchmark(num_pairs: int):
     raw["scenarios"] = {"calibrated": raw["scenarios"]["calibrated"]}
     raw["batch_modes"] = {"sync": raw["batch_modes"]["sync"]}
     raw["optimizers"] = {"spsa": {}, "adam": {}, "sf-sgd": {}}
-    del raw["cend_study"], raw["workers_study"]
+    for key in STUDY_SECTIONS:
+        raw.pop(key, None)
     config = resolve(raw)
     runs = [
         simulate(config, optimizer=arm, batch_mode="sync", scenario="calibrated", seeds=range(8))

@@ -9,14 +9,14 @@ import numpy as np
 import pytest
 from conftest import small_config_dict
 
-from spsa_bench.config.loader import ConfigError, OptimizerArm, resolve
+from spsa_bench.config.loader import STUDY_SECTIONS, ConfigError, OptimizerArm, resolve
 from spsa_bench.optimizers import hyper_from_dict
 from spsa_bench.workflow import coerce_strings, validated_arms
 
 
 def sweep_config(optimizers: dict, baseline: str = "plain", num_pairs: int = 400) -> dict:
     raw = small_config_dict(num_pairs)
-    for key in ("cend_study", "workers_study", "budget_study"):  # they name default grid arms
+    for key in STUDY_SECTIONS:  # they name default grid arms (tuning: a swept arm)
         raw.pop(key, None)
     raw["optimizers"] = {"plain": {"kind": "spsa"}, **optimizers}
     raw["baseline"] = baseline

@@ -87,8 +87,8 @@ def representatives(ds: xr.Dataset) -> dict[str, str]:
     for sweep in dict.fromkeys(str(s) for s in ds["sweep"].values):
         arms = ds["arm"].values[ds["sweep"].values == sweep]
         values = median.sel(arm=arms).transpose("arm", ...).values.reshape(len(arms), -1)
-        score = np.mean([_ratio(column, column.min()) for column in values.T], axis=0)
-        chosen[sweep] = str(arms[int(np.argmin(score))])
+        _, robust, _ = pick_settings(values, range(values.shape[1]))  # every (scenario, mode)
+        chosen[sweep] = str(arms[robust])
     return chosen
 
 
