@@ -15,6 +15,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+import xarray as xr
 from conftest import random_rotations, small_config_dict
 
 from spsa_bench import optimizers
@@ -351,3 +352,17 @@ def test_rows_come_in_name_order_under_the_banner_and_by_loss_when_ranked(budget
     else:
         by_loss = table.sort_values("final_loss_mean")["optimizer"].tolist()
         assert shown == by_loss and list(ranks.sort_values("rank")["arm"]) == list(ranks["arm"])
+
+
+def test_the_recorded_configuration_of_a_tuned_sweep_resolves():
+    """A combined file records the resolved configuration, which keeps no sweep: its
+    tuning section would be refused (no swept arm), so the grid is read without it."""
+    raw = small_config_dict(num_pairs=600)
+    for key in STUDY_SECTIONS:
+        raw.pop(key, None)
+    raw["optimizers"] = {"spsa": {}, "adam": {"lr": [0.02, 0.04]}}
+    raw["tuning"] = {"seeds": {"first": 100, "count": 3}}
+    config = resolve(raw)
+    recorded = relaxation.benchmark_config(xr.Dataset(attrs={"config": config.to_json()}))
+    assert set(recorded.optimizers) == {"spsa", "adam-lr-0p02", "adam-lr-0p04"}
+    assert recorded.optimizer("adam-lr-0p04").hyper == config.optimizer("adam-lr-0p04").hyper

@@ -98,12 +98,16 @@ def measured_relaxation(loss: np.ndarray, pairs) -> float:
 
 
 def benchmark_config(ds: xr.Dataset):
-    """The resolved configuration a combined dataset records (its ``config`` attribute)."""
-    from spsa_bench.config.loader import resolve
+    """The grid of the resolved configuration a combined dataset records (its
+    ``config`` attribute). The studies and the tuning section are left out: the
+    grid's cells need none of them, and a recorded configuration keeps no sweep,
+    so its ``tuning`` section would no longer resolve."""
+    from spsa_bench.config.loader import STUDY_SECTIONS, resolve
 
     if "config" not in ds.attrs:
         raise ValueError("the dataset records no configuration (attribute 'config')")
-    return resolve(json.loads(ds.attrs["config"]))
+    recorded = json.loads(ds.attrs["config"])
+    return resolve({key: value for key, value in recorded.items() if key not in STUDY_SECTIONS})
 
 
 def _pairs_per_report(ds: xr.Dataset, config, mode: str) -> float:
