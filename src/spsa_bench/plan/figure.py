@@ -9,16 +9,12 @@ import xarray as xr
 
 from spsa_bench.analysis import stats
 from spsa_bench.plan.run import ZERO_OFFSET
-from spsa_bench.plan.summary import LEVEL, final_gain, runs_of, setting_text
+from spsa_bench.plan.summary import LEVEL, final_gain, roles, runs_of, setting_text
 
 
 def _roles(ds: xr.Dataset) -> dict[str, str]:
     """Legend label -> run label: the given setting, then the recommended one if it differs."""
-    given, chosen = str(ds.attrs["given_run"]), str(ds.attrs["recommended_run"])
-    roles = {f"given: {setting_text(ds, given)}": given}
-    if chosen != given:
-        roles[f"recommended: {setting_text(ds, chosen)}"] = chosen
-    return roles
+    return {f"{role}: {setting_text(ds, run)}": run for role, run in roles(ds).items()}
 
 
 def _distribution(ax, ds: xr.Dataset, roles: dict[str, str], palette: dict) -> None:

@@ -288,18 +288,19 @@ def parameter_section(ds: xr.Dataset) -> list[str]:
     ]
 
 
+def roles(ds: xr.Dataset) -> dict[str, str]:
+    """``given`` and, when it differs, ``recommended``: their run labels."""
+    given, chosen = str(ds.attrs["given_run"]), str(ds.attrs["recommended_run"])
+    return {"given": given} if chosen == given else {"given": given, "recommended": chosen}
+
+
 def noise_floor_section(ds: xr.Dataset) -> list[str]:
     rows = []
-    for role in ("given_run", "recommended_run"):
-        run = f"{ds.attrs[role]} {ZERO_OFFSET}"
-        if run not in ds["run"].values or (
-            role == "recommended_run" and ds.attrs[role] == ds.attrs["given_run"]
-        ):
-            continue
-        loss = -final_gain(ds, run)
+    for role, run in roles(ds).items():
+        loss = -final_gain(ds, f"{run} {ZERO_OFFSET}")
         mean, low, high = stats.t_interval(loss, LEVEL)
         rows.append(
-            f"| {role.split('_')[0]} ({setting_text(ds, str(ds.attrs[role]))}) | "
+            f"| {role} ({setting_text(ds, run)}) | "
             f"{mean:.2f} {_ci(low, high, lambda v: f'{v:.2f}')} | {np.median(loss):.2f} | "
             f"{np.quantile(loss, 0.9):.2f} | "
             f"{_share(stats.wilson_interval(loss > ONE_ELO, LEVEL))} |"
