@@ -5,8 +5,9 @@ Every error is one line on stderr: exit 2 for bad input (configuration, flags,
 output paths, limits, a malformed parameter block or prior), 1 for a failure while
 running (a file that cannot be written, a validation gate, a non-finite state). A
 numpy floating-point warning is an error (the code silences it with ``np.errstate``
-where the math is known to be safe), so none reaches the terminal. ``SPSA_BENCH_TRACEBACK=1`` shows the
-traceback of an unexpected error instead of its one line.
+where the math is known to be safe), so none reaches the terminal.
+``SPSA_BENCH_TRACEBACK=1`` shows the traceback of an unexpected error instead of its
+one line.
 """
 
 from __future__ import annotations

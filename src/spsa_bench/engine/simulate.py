@@ -157,7 +157,6 @@ class Prepared:
     draws (common random numbers), so the differences between arms are paired."""
 
     config: Config
-    scenario: str
     problem: Problem
     schedule: Schedule
     noise: NoiseModel
@@ -195,7 +194,6 @@ def prepare(
     seeds = [int(s) for s in seeds]
     return Prepared(
         config=config,
-        scenario=scenario,
         problem=make_problem(config, scenario, seeds, prior=prior),
         schedule=make_schedule(config, mode, seeds),
         noise=make_noise(config, scenario),
