@@ -36,6 +36,15 @@ def test_t_interval_edge_cases():
     assert stats.t_interval([1.0, np.nan, 3.0])[0] == pytest.approx(2.0)
 
 
+@pytest.mark.parametrize("successes, n", [(93, 100), (0, 200), (200, 200), (1, 3)])
+def test_wilson_interval_matches_scipy(successes, n):
+    share, low, high = stats.wilson_interval([True] * successes + [False] * (n - successes))
+    expected = sps.binomtest(successes, n).proportion_ci(0.95, method="wilson")
+    assert share == successes / n
+    assert (low, high) == pytest.approx((expected.low, expected.high), abs=1e-12)
+    assert all(math.isnan(v) for v in stats.wilson_interval([]))
+
+
 def test_paired_pvalue_matches_scipy():
     rng = np.random.default_rng(1)
     d = rng.normal(0.3, 1.0, size=17)

@@ -11,7 +11,13 @@ from spsa_bench.dispatch.schedule import sync_schedule
 from spsa_bench.engine.replay import replay
 from spsa_bench.model.bowl import SeedBowls, TrueBowl
 from spsa_bench.model.developer import DeveloperView
-from spsa_bench.model.rounding import Rounding, probe_outcomes, seed_keys, splitmix_uniforms
+from spsa_bench.model.rounding import (
+    Rounding,
+    probe_outcomes,
+    probe_probabilities,
+    seed_keys,
+    splitmix_uniforms,
+)
 
 ENTROPY = 20261123
 
@@ -63,6 +69,21 @@ def _closed_form(value: float, c: float) -> tuple[float, float]:
     equal = sum(p * minus.get(n, 0.0) for n, p in plus.items())
     swapped = sum(p * q for n, p in plus.items() for m, q in minus.items() if n < m)
     return equal, swapped
+
+
+def test_vectorised_closed_form_equals_the_enumeration():
+    """model.rounding.probe_probabilities (used by the planner) equals the enumeration
+    above on a grid of values and probe sizes away from the bounds, and clips at them."""
+    values = np.linspace(-3.0, 3.0, 61)[:, None]
+    sizes = np.array([0.05, 0.2, 0.35, 0.5, 0.75, 1.0, 1.4, 2.5])[None, :]
+    equal, swapped = probe_probabilities(values, sizes, -100.0, 100.0)
+    for i, value in enumerate(values[:, 0]):
+        for j, c in enumerate(sizes[0]):
+            np.testing.assert_allclose((equal[i, j], swapped[i, j]), _closed_form(value, c),
+                                       atol=1e-12)  # fmt: skip
+    # at the upper bound both probes of c = 0.5 fall in [9.5, 10]: equal half the time
+    equal, swapped = probe_probabilities(10.0, 0.5, 0.0, 10.0)
+    assert (float(equal), float(swapped)) == (0.5, 0.0)
 
 
 def _fixed_theta_run(

@@ -3,6 +3,7 @@ importing scipy.stats costs seconds per job).
 
 - :func:`t_interval` - mean and Student-t confidence interval;
 - :func:`paired_t_pvalue` - two-sided one-sample t-test of paired differences;
+- :func:`wilson_interval` - a proportion and its Wilson score interval;
 - :func:`holm` - Holm's step-down adjustment of p-values;
 - :func:`first_hit` - pairs at which a trajectory first reaches a target;
 - :func:`average_runtime` - COCO's aRT, and :func:`bootstrap_art` its interval;
@@ -36,6 +37,23 @@ def t_interval(values, level: float = 0.95) -> tuple[float, float, float]:
         return mean, math.nan, math.nan
     half = float(special.stdtrit(x.size - 1, 0.5 + level / 2.0) * x.std(ddof=1) / math.sqrt(x.size))
     return mean, mean - half, mean + half
+
+
+def wilson_interval(events, level: float = 0.95) -> tuple[float, float, float]:
+    """``(share, low, high)``: the share of true entries of ``events`` (booleans) and
+    its two-sided Wilson score interval (Wilson 1927), which stays inside [0, 1] and is
+    not empty at a share of 0 or 1. No events give NaN."""
+    x = np.asarray(events, dtype=bool).ravel()
+    n = x.size
+    if n == 0:
+        return math.nan, math.nan, math.nan
+    share = float(x.mean())
+    z = float(special.ndtri(0.5 + level / 2.0))
+    centre = (share + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(share * (1 - share) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    low = 0.0 if share == 0.0 else max(0.0, centre - half)
+    high = 1.0 if share == 1.0 else min(1.0, centre + half)
+    return share, low, high
 
 
 def paired_t_pvalue(differences) -> float:

@@ -7,9 +7,8 @@ import sys
 import time
 from pathlib import Path
 
-#: The configuration used when --config is not given and ./config/config.yaml is absent
-#: (a copy of the repository's config/config.yaml, shipped as package data).
-PACKAGED_CONFIG = Path(__file__).parents[1] / "config" / "data" / "default.yaml"
+from spsa_bench.config.loader import PACKAGED_CONFIG
+
 LOCAL_CONFIG = Path("config") / "config.yaml"
 
 

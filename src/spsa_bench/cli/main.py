@@ -2,11 +2,12 @@
 ``add_parser(subparsers)`` and ``run(args) -> exit status``.
 
 Every error is one line on stderr: exit 2 for bad input (configuration, flags,
-output paths, limits), 1 for a failure while running (a file that cannot be
-written, a validation gate, a non-finite state). A numpy floating-point warning
-is an error (the code silences it with ``np.errstate`` where the math is known to
-be safe), so none reaches the terminal. ``SPSA_BENCH_TRACEBACK=1`` shows the
-traceback of an unexpected error instead of its one line.
+output paths, limits, a malformed parameter block or prior), 1 for a failure while
+running (a file that cannot be written, a validation gate, a non-finite state). A
+numpy floating-point warning is an error (the code silences it with ``np.errstate``
+where the math is known to be safe), so none reaches the terminal.
+``SPSA_BENCH_TRACEBACK=1`` shows the traceback of an unexpected error instead of its
+one line.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from spsa_bench.cli import (
     cend,
     listing,
     noise,
+    plan,
     schedule,
     schema,
     simulate,
@@ -33,18 +35,9 @@ from spsa_bench.cli import (
 from spsa_bench.config.loader import ConfigError
 
 COMMANDS = (
-    simulate,
-    listing,
-    schema,
-    validate,
-    schedule,
-    bench,
-    noise,
-    cend,
-    workers,
-    budget,
-    tune,
-)
+    simulate, listing, schema, validate, schedule, bench, noise, cend, workers, budget, tune,
+    plan,
+)  # fmt: skip
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -70,9 +63,12 @@ def build_parser() -> argparse.ArgumentParser:
 def _exit_status(error: BaseException) -> int:
     """2 for bad input, 1 for a failure while running."""
     from spsa_bench.config.limits import LimitError
+    from spsa_bench.config.param_block import BlockError
+    from spsa_bench.model.instances import PriorError
     from spsa_bench.results.atomic import OutputPathError
 
-    return 2 if isinstance(error, (ConfigError, LimitError, OutputPathError)) else 1
+    bad_input = (ConfigError, LimitError, OutputPathError, BlockError, PriorError)
+    return 2 if isinstance(error, bad_input) else 1
 
 
 def _one_line(error: BaseException) -> str:

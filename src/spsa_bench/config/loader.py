@@ -48,8 +48,8 @@ DEFAULTS: dict[str, Any] = {
 }
 #: Default of every scenario's ``rounding`` (how the worker rounds integer parameters).
 DEFAULT_ROUNDING = "stochastic"
-#: Characters of a ``fishtest_params_file`` read at most.
-MAX_BLOCK_FILE_BYTES = 1_000_000
+#: The packaged default configuration (a copy of the repository's config/config.yaml).
+PACKAGED_CONFIG = Path(__file__).parent / "data" / "default.yaml"
 
 
 class ConfigError(ValueError):
@@ -600,23 +600,15 @@ def _num_pairs(data: dict) -> tuple[int, int | None]:
 
 
 def _read_block_file(where: str, value: str, base_dir: Path | None) -> str:
+    from spsa_bench.config.param_block import BlockError, read_block_text
+
     path = Path(value)
     if not path.is_absolute():
         path = (base_dir if base_dir is not None else Path.cwd()) / path
-    key = f"{where}.fishtest_params_file = {value!r}"
     try:
-        with open(path, "rb") as handle:
-            data = handle.read(MAX_BLOCK_FILE_BYTES + 1)
-    except OSError as error:
-        raise ConfigError(f"{key}: cannot read {path}: {error.strerror or error}") from None
-    if len(data) > MAX_BLOCK_FILE_BYTES:
-        raise ConfigError(
-            f"{key}: larger than {MAX_BLOCK_FILE_BYTES:,} bytes: not a parameter block"
-        )
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise ConfigError(f"{key}: not UTF-8 text (byte {error.start})") from None
+        return read_block_text(path)
+    except BlockError as error:
+        raise ConfigError(f"{where}.fishtest_params_file = {value!r}: {error}") from None
 
 
 def scenario_block(scenario: dict):

@@ -33,6 +33,8 @@ GAMES_STEP = 1000
 MAX_GAMES = 3_200_000
 #: Stockfish's TUNE() default r_end (src/tune.cpp prints the literal "0.0020").
 TUNE_R_END = 0.002
+#: Bytes of a block file read at most: a larger file is not a parameter block.
+MAX_BLOCK_BYTES = 1_000_000
 
 
 class BlockError(ValueError):
@@ -147,6 +149,26 @@ def parse_block(text: str) -> ParamBlock:
         )
     columns = list(zip(*rows, strict=True))
     return ParamBlock(tuple(columns[0]), *columns[1:])
+
+
+def read_block_text(source) -> str:
+    """The text of a block file: ``source`` is a path or a binary stream (standard
+    input); at most :data:`MAX_BLOCK_BYTES`, UTF-8. :class:`BlockError` says what is
+    wrong (the caller names the key or argument)."""
+    try:
+        if hasattr(source, "read"):
+            data = source.read(MAX_BLOCK_BYTES + 1)
+        else:
+            with open(source, "rb") as handle:
+                data = handle.read(MAX_BLOCK_BYTES + 1)
+    except OSError as error:
+        raise BlockError(f"cannot read {source}: {error.strerror or error}") from None
+    if len(data) > MAX_BLOCK_BYTES:
+        raise BlockError(f"larger than {MAX_BLOCK_BYTES:,} bytes: not a parameter block")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise BlockError(f"not UTF-8 text (byte {error.start})") from None
 
 
 def synthetic_tune(count: int, value: int = 100, prefix: str = "p") -> str:

@@ -122,19 +122,11 @@ def run_cend_study(
     progress: Callable[[str], None] | None = None,
 ) -> xr.Dataset:
     """Final Elo loss and probe KPIs of every arm at every c_end, dims ``(arm, c_end, seed)``."""
-    from spsa_bench.engine.simulate import (
-        make_noise,
-        make_problem,
-        make_schedule,
-        replay_arm,
-        scenario_rounding,
-    )
+    from spsa_bench.engine.simulate import prepare
 
     seeds = np.asarray(list(seeds), dtype=np.int64)
-    problem = make_problem(config, study.scenario, seeds)
-    schedule = make_schedule(config, config.batch_mode(study.batch_mode), seeds)
-    noise = make_noise(config, study.scenario)
-    rounding = scenario_rounding(config, study.scenario)
+    setup = prepare(config, study.scenario, config.batch_mode(study.batch_mode), seeds)
+    problem = setup.problem
     shape = (len(study.arms), len(study.c_end), seeds.size)
     results = {name: np.full(shape, np.nan) for name in _STUDY_VARIABLES}
     start_gap = problem.bowl.elo_loss(np.tile(problem.view.theta_start, (seeds.size, 1)))
@@ -142,20 +134,14 @@ def run_cend_study(
         for c, c_end in enumerate(study.c_end):
             if progress is not None:
                 progress(f"{arm.name} at c_end {c_end:g}")
-            hyper = dataclasses.replace(arm.hyper, c_scale=c_end / study.block_c_end)
-            run = replay_arm(
-                config,
-                dataclasses.replace(arm, hyper=hyper),
-                problem,
-                schedule,
-                noise=noise,
-                rounding=rounding,
-            )
+            run = setup.replay(arm, c_scale=c_end / study.block_c_end)
             final = run.theta[:, -1]
             results["final_elo_loss"][a, c] = problem.bowl.elo_loss(final)
             results["probe_equal_fraction"][a, c] = run.probe_equal_fraction
             results["probe_swapped_fraction"][a, c] = run.probe_swapped_fraction
-    return _study_dataset(config, study, seeds, results, start_gap, rounding, noise.name)
+    return _study_dataset(
+        config, study, seeds, results, start_gap, setup.rounding, setup.noise.name
+    )
 
 
 _STUDY_VARIABLES = {

@@ -25,12 +25,17 @@ from spsa_bench.dispatch.schedule import Schedule, sync_schedule
 from spsa_bench.engine.replay import RunResult, replay
 from spsa_bench.model.bowl import ParamTable, Problem, build_problem
 from spsa_bench.model.developer import DeveloperView
-from spsa_bench.model.instances import draw_instances
+from spsa_bench.model.instances import TruthPrior, draw_instances
 from spsa_bench.model.noise import OUTCOMES, VENDORED, NoiseModel, noise_model
 from spsa_bench.results.datasets import NAN_WHERE_NOT_APPLICABLE, run_dataset
 
 
-def make_problem(config: Config, scenario: str, seeds: Sequence[int] | None = None) -> Problem:
+def make_problem(
+    config: Config,
+    scenario: str,
+    seeds: Sequence[int] | None = None,
+    prior: TruthPrior | None = None,
+) -> Problem:
     """The scenario's problem.
 
     A groups scenario has one bowl for every seed (``seeds`` is ignored); a tune
@@ -38,6 +43,8 @@ def make_problem(config: Config, scenario: str, seeds: Sequence[int] | None = No
     prior (:func:`spsa_bench.model.instances.draw_instances`, rows in the order of
     ``seeds``), and its :class:`~spsa_bench.model.bowl.ParamTable` has no
     ``w_true``, ``w_dev`` or ``theta_peak`` (``None``: they are per seed, in the bowl).
+    ``prior`` replaces a tune scenario's own (the planner's, which may put every
+    optimum at the start: a prior no benchmark scenario may have).
     """
     spec = config.scenario(scenario)
     if scenario_kind(spec) == "groups":
@@ -56,7 +63,7 @@ def make_problem(config: Config, scenario: str, seeds: Sequence[int] | None = No
         raise ValueError(f"scenario {scenario!r} draws a problem per seed: give the seeds")
     block = scenario_block(spec)
     bowl = draw_instances(
-        scenario_prior(spec),
+        scenario_prior(spec) if prior is None else prior,
         block.start,
         block.min,
         block.max,
@@ -140,6 +147,58 @@ def replay_arm(
         rounding=rounding,
     )
     return dataclasses.replace(result, arm_info=dict(built.info))
+
+
+@dataclasses.dataclass(frozen=True)
+class Prepared:
+    """A scenario's problem, a batch mode's schedule, the scenario's noise model and the
+    worker's rounding for one set of seeds. Every arm replayed on it shares, at each
+    seed, the instance, the schedule, the flips, the rounding uniforms and the match
+    draws (common random numbers), so the differences between arms are paired."""
+
+    config: Config
+    problem: Problem
+    schedule: Schedule
+    noise: NoiseModel
+    rounding: str
+
+    def replay(
+        self,
+        arm: OptimizerArm,
+        progress: Callable[[int, int], None] | None = None,
+        **hyper,
+    ) -> RunResult:
+        """:func:`replay_arm` of ``arm`` with the hyperparameters ``hyper`` changed."""
+        if hyper:
+            arm = dataclasses.replace(arm, hyper=dataclasses.replace(arm.hyper, **hyper))
+        return replay_arm(
+            self.config,
+            arm,
+            self.problem,
+            self.schedule,
+            progress=progress,
+            noise=self.noise,
+            rounding=self.rounding,
+        )
+
+
+def prepare(
+    config: Config,
+    scenario: str,
+    mode: BatchMode,
+    seeds: Sequence[int],
+    prior: TruthPrior | None = None,
+) -> Prepared:
+    """The problem (``prior``: see :func:`make_problem`), schedule, noise and rounding
+    the arms of a study replay on."""
+    seeds = [int(s) for s in seeds]
+    return Prepared(
+        config=config,
+        problem=make_problem(config, scenario, seeds, prior=prior),
+        schedule=make_schedule(config, mode, seeds),
+        noise=make_noise(config, scenario),
+        rounding=scenario_rounding(config, scenario),
+    )
 
 
 def simulate(

@@ -116,3 +116,33 @@ def probe_outcomes(difference: np.ndarray, flip: np.ndarray) -> tuple[np.ndarray
     equal = np.count_nonzero(difference == 0.0, axis=1)
     swapped = np.count_nonzero(difference * flip < 0.0, axis=1)
     return equal, swapped
+
+
+def probe_probabilities(theta, c, low, high) -> tuple[np.ndarray, np.ndarray]:
+    """Closed-form probabilities that one job's two engines play equal integers, and
+    integers in the opposite order to the flip, under stochastic rounding.
+
+    A parameter at ``theta`` probed with ``c > 0`` sends ``upper = min(theta + c, high)``
+    and ``lower = max(theta - c, low)`` (each side clipped on its own), and each engine
+    plays ``floor(v + U)`` with its own uniform: ``floor(v)`` with probability
+    ``1 - frac(v)``, else ``floor(v) + 1``. With ``d = floor(upper) - floor(lower)`` and
+    ``p``, ``q`` the fractional parts of ``upper`` and ``lower``::
+
+        equal   = (1 - p)(1 - q) + p q   if d == 0,   (1 - p) q   if d == 1,   else 0
+        swapped = (1 - p) q              if d == 0,                            else 0
+
+    (the same for either flip: swapped means the upper probe played the smaller
+    integer). Broadcasts over its arguments; so ``c >= 1`` never gives equal integers
+    away from the bounds. tests/test_rounding.py checks it against the replay.
+    """
+    upper = np.minimum(np.asarray(theta, dtype=np.float64) + c, high)
+    lower = np.maximum(np.asarray(theta, dtype=np.float64) - c, low)
+    upper_floor, lower_floor = np.floor(upper), np.floor(lower)
+    p, q = upper - upper_floor, lower - lower_floor
+    d = upper_floor - lower_floor
+    upper_down_lower_up = (1.0 - p) * q
+    equal = np.where(
+        d == 0, (1.0 - p) * (1.0 - q) + p * q, np.where(d == 1, upper_down_lower_up, 0.0)
+    )
+    swapped = np.where(d == 0, upper_down_lower_up, 0.0)
+    return equal, swapped

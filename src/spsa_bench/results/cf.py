@@ -23,6 +23,7 @@ PROJECT_UNITS = {
     "batches": "multiples of the job's own size in pairs",
     "Elo": "Elo rating points",
     "theta units": "the engine's parameter units",
+    "Elo per theta units squared": "Elo rating points per squared parameter unit",
 }
 
 

@@ -159,7 +159,7 @@ INSTANCE_VARIABLES = {
 }
 
 
-def _instance_variables(bowl: SeedBowls, theta_start: np.ndarray) -> dict[str, tuple]:
+def instance_variables(bowl: SeedBowls, theta_start: np.ndarray) -> dict[str, tuple]:
     """The seed's drawn instance (:data:`INSTANCE_VARIABLES`), as data variables."""
     seeds = bowl.num_seeds
     values = {
@@ -227,7 +227,7 @@ def run_dataset(
             value = np.full(result.theta.shape[0], np.nan)
         data_vars[name] = _variable(("seed",), value, long_name, "1")
     if isinstance(bowl, SeedBowls):
-        data_vars |= _instance_variables(bowl, params.theta_start)
+        data_vars |= instance_variables(bowl, params.theta_start)
     coords = {
         name: _variable(dims, values(run), long_name, units)
         for name, (dims, long_name, units, values) in RUN_AXES.items()

@@ -1,0 +1,266 @@
+"""``spsa-bench plan``: paste a Fishtest parameter block, get the tune's predicted
+outcome and better settings before spending the games (:mod:`spsa_bench.plan`).
+
+Writes ``plan.md`` (also printed), ``plan.nc`` and ``plan.png`` into ``--output``.
+A block Fishtest would refuse is refused naming the line and the field, with nothing
+written (exit 2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from pathlib import Path
+
+from spsa_bench.cli.common import Progress, bounded_int
+from spsa_bench.model.time_control import TIME_CONTROLS
+
+OUTPUTS = ("plan.md", "plan.nc", "plan.png")
+
+
+def _number(flag: str, low: float = -math.inf, high: float = math.inf, open_low=False):
+    """An argparse ``type``: a finite number in ``[low, high]`` (``(low, high]`` if
+    ``open_low``); errors name ``flag``."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        below = value <= low if open_low else value < low
+        if not math.isfinite(value) or below or value > high:
+            bounds = f"{'(' if open_low else '['}{low:g}, {high:g}]"
+            raise argparse.ArgumentTypeError(f"{text} is outside {bounds}")
+        return value
+
+    parse.__name__ = flag
+    return parse
+
+
+def _multipliers(flag: str):
+    """An argparse ``type``: comma-separated finite multipliers > 0, e.g. ``0.5,1,2``."""
+    one = _number(flag, 0.0, math.inf, open_low=True)
+
+    def parse(text: str) -> tuple[float, ...]:
+        return tuple(one(part) for part in text.split(","))
+
+    parse.__name__ = flag
+    return parse
+
+
+def add_parser(sub) -> None:
+    from spsa_bench.plan import run as plan
+
+    p = sub.add_parser(
+        "plan",
+        help="predict a Fishtest SPSA tune from its parameter block and search better settings",
+        description="Simulate a Fishtest SPSA tune on many instances of a prior over the "
+        "unknown truth and write DIR/plan.md (also printed), DIR/plan.nc and DIR/plan.png. "
+        "docs/plan.md explains the output.",
+    )
+    p.add_argument(
+        "params",
+        metavar="PARAMS",
+        help="the parameter block, one name,start,min,max,c_end,r_end line per parameter "
+        "(what Fishtest's new-test page takes): a file, or - for standard input",
+    )
+    p.add_argument(
+        "--games",
+        type=bounded_int("--games", 1000, 3_200_000),
+        default=plan.DEFAULT_GAMES,
+        help="the tune's games (default %(default)s)",
+    )
+    p.add_argument(
+        "--time-control",
+        choices=tuple(TIME_CONTROLS),
+        default="STC",
+        help="game noise and Autoselect's draw ratio (default %(default)s)",
+    )
+    p.add_argument(
+        "--batch-mode",
+        default=plan.DEFAULT_BATCH_MODE,
+        help="a batch mode of the packaged default configuration: sync (default), "
+        "async-fixed or async-variable (Fishtest's many workers and staleness)",
+    )
+    p.add_argument(
+        "--seeds",
+        type=bounded_int("--seeds", 2, 100_000),
+        default=plan.DEFAULT_SEEDS,
+        help="instances simulated, seeds 0..N-1 (default %(default)s)",
+    )
+    p.add_argument(
+        "--output",
+        default="plan",
+        metavar="DIR",
+        help="directory for plan.md, plan.nc and plan.png (default %(default)s)",
+    )
+    p.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    _add_prior_options(p.add_argument_group("the prior over the unknown truth (docs/plan.md)"))
+    _add_search_options(p.add_argument_group("the search of better settings (1 is always in)"))
+    p.set_defaults(func=run)
+
+
+def _add_prior_options(prior) -> None:
+    """The options of :class:`~spsa_bench.model.instances.TruthPrior`, its defaults."""
+    from spsa_bench.model import instances
+
+    prior.add_argument(
+        "--offset-scale",
+        type=_number("--offset-scale", 0.0),
+        default=instances.DEFAULT_OFFSET["scale"],
+        help="the optimum's offset from the start, in c_end (default %(default)s)",
+    )
+    prior.add_argument(
+        "--offset-distribution",
+        choices=instances.DISTRIBUTIONS,
+        default=instances.DEFAULT_OFFSET["distribution"],
+        help="normal: scale x N(0, 1); uniform: U(-scale, scale); fixed: "
+        "+-scale (default %(default)s)",
+    )
+    prior.add_argument(
+        "--elo-per-c-end",
+        nargs="+",
+        metavar="ELO",
+        type=_number("--elo-per-c-end", 0.0, open_low=True),
+        default=[instances.DEFAULT_ELO_PER_C_END["min"], instances.DEFAULT_ELO_PER_C_END["max"]],
+        help="Elo lost one c_end from the optimum: a value, or MIN MAX drawn "
+        "log-uniformly per parameter (default 0.02 0.2)",
+    )
+    prior.add_argument(
+        "--inactive-fraction",
+        type=_number("--inactive-fraction", 0.0, 1.0),
+        default=instances.DEFAULT_INACTIVE_FRACTION,
+        help="share of parameters with no effect (default %(default)s)",
+    )
+    prior.add_argument(
+        "--interaction",
+        type=_number("--interaction", 0.0, 1.0),
+        default=instances.DEFAULT_INTERACTION,
+        help="0: axis-aligned bowl; up to 1: pairwise rotations up to 45 "
+        "degrees (default %(default)s)",
+    )
+
+
+def _add_search_options(search) -> None:
+    """The multipliers of the search and the recommendation's margin."""
+    from spsa_bench.plan import run as plan
+
+    for flag, default, what in (
+        ("--c-scales", plan.DEFAULT_C_SCALES, "c_end"),
+        ("--r-scales", plan.DEFAULT_R_SCALES, "r_end"),
+        ("--games-scales", plan.DEFAULT_GAMES_SCALES, "the games budget"),
+    ):
+        search.add_argument(
+            flag,
+            type=_multipliers(flag),
+            default=default,
+            metavar="X,Y,...",
+            help=f"multipliers on {what} (default {','.join(f'{v:g}' for v in default)})",
+        )
+    search.add_argument(
+        "--margin",
+        type=_number("--margin", 0.0),
+        default=plan.DEFAULT_MARGIN,
+        help="recommend the cheapest setting within this many Elo of the best "
+        "expected gain (default %(default)s)",
+    )
+
+
+def spec_of(args: argparse.Namespace):
+    """The :class:`~spsa_bench.plan.run.PlanSpec` of the command line; a malformed block
+    names its line and field."""
+    from spsa_bench.config.param_block import BlockError, parse_block, read_block_text
+    from spsa_bench.model.instances import TruthPrior
+    from spsa_bench.plan.run import PlanSpec, check_batch_mode
+
+    source = "standard input" if args.params == "-" else args.params
+    try:
+        text = read_block_text(sys.stdin.buffer if args.params == "-" else args.params)
+        parse_block(text)
+    except BlockError as error:
+        raise BlockError(f"PARAMS {source}: {error}") from None
+    check_batch_mode(args.batch_mode)
+    elo = args.elo_per_c_end
+    if len(elo) > 2 or elo[0] > elo[-1]:
+        from spsa_bench.config.loader import ConfigError
+
+        raise ConfigError(f"--elo-per-c-end = {elo}: give one value or MIN MAX with MIN <= MAX")
+    prior = TruthPrior(
+        offset_distribution=args.offset_distribution,
+        offset_scale=args.offset_scale,
+        elo_min=elo[0],
+        elo_max=elo[-1],
+        inactive_fraction=args.inactive_fraction,
+        interaction=args.interaction,
+    )
+    return PlanSpec(
+        block_text=text,
+        games=args.games,
+        time_control=args.time_control,
+        batch_mode=args.batch_mode,
+        seeds=args.seeds,
+        prior=prior,
+        c_scales=args.c_scales,
+        r_scales=args.r_scales,
+        games_scales=args.games_scales,
+        margin=args.margin,
+        source=Path(source).name if args.params != "-" else source,
+    )
+
+
+def output_paths(directory: str) -> list[Path]:
+    """``plan.md``, ``plan.nc``, ``plan.png`` in ``directory``, refused before any work
+    when ``directory`` is a file or an output is a directory or a device."""
+    from spsa_bench.results.atomic import OutputPathError, check_output
+
+    folder = Path(directory)
+    if folder.exists() and not folder.is_dir():
+        raise OutputPathError(f"--output = {directory!r}: not a directory")
+    return [check_output(folder / name, flag="--output") for name in OUTPUTS]
+
+
+def check_plan_memory(spec) -> None:
+    """Refuse a plan whose kept trajectories and largest run exceed the machine's memory."""
+    from spsa_bench.config.limits import check_memory, run_bytes
+    from spsa_bench.plan.run import budgets
+
+    games, _ = budgets(spec)
+    params = len(spec.block)
+    runs = len(spec.c_scales) * len(spec.r_scales) * len(games) + 4
+    kept = runs * spec.seeds * spec.checkpoints * (params + 1) * 8 * 2  # and the dataset's copy
+    largest = run_bytes(spec.seeds, max(games) // 2, spec.checkpoints, params)
+    check_memory(f"--seeds: {spec.seeds:,} instances x {runs} runs", kept + largest)
+
+
+def run(args: argparse.Namespace) -> int:
+    from spsa_bench.plan.run import run_plan
+
+    paths = output_paths(args.output)
+    spec = spec_of(args)
+    check_plan_memory(spec)
+    ds = run_plan(spec, progress=Progress("plan", args.quiet))
+    markdown = write_plan(ds, paths)
+    print(markdown, end="")
+    if not args.quiet:
+        print(f"plan: wrote {', '.join(str(p) for p in paths)}", file=sys.stderr)
+    return 0
+
+
+def write_plan(ds, paths) -> str:
+    """``plan.md``, ``plan.nc`` and ``plan.png`` at ``paths`` (in that order), each
+    written atomically; returns the Markdown."""
+    import matplotlib.pyplot as plt
+
+    from spsa_bench.plan.figure import plan_figure
+    from spsa_bench.plan.summary import plan_markdown
+    from spsa_bench.results.atomic import atomic_write, write_atomic
+
+    md, nc, png = paths
+    markdown = plan_markdown(ds)
+    figure = plan_figure(ds)
+    write_atomic(ds, nc)
+    atomic_write(png, lambda tmp: figure.savefig(tmp, format="png", dpi=110))
+    plt.close(figure)
+    atomic_write(md, lambda tmp: Path(tmp).write_text(markdown))
+    return markdown

@@ -1,0 +1,505 @@
+"""Simulate a Fishtest tune before it is run: the planner's runs, as one dataset.
+
+:class:`PlanSpec` holds what the user gives: the parameter block, the games budget,
+the time control, a batch mode of the packaged default configuration, the number of
+instances (seeds), the prior over the unknown truth and the search. :func:`plan_config`
+turns it into an ordinary configuration for one games budget:
+
+- scenario ``plan``: the block (``fishtest_params``), every parameter an integer the
+  worker rounds as ``floor(x + U)`` (``rounding: stochastic``), the time control's
+  calibrated noise (``noise: STC | LTC | VLTC``);
+- arms ``spsa`` (Fishtest's SPSA today: ``A = 0.1 N``, alpha 0.602, gamma 0.101, the
+  block's c_end and r_end) and ``spsa-autoselect`` (Fishtest's Autoselect at the time
+  control);
+- the batch mode, copied from the packaged default configuration.
+
+:func:`run_plan` replays, on the same seeds (so the same instances, flips, rounding
+uniforms and match draws wherever the schedules agree: common random numbers):
+
+1. the search, every ``c_scale x r_scale x games`` of :class:`PlanSpec` with Fishtest's
+   SPSA; the given setting is ``c_scale = r_scale = 1`` at the given games. A games
+   budget is its own run (``N = games / 2`` sets A, c and a), so each budget has its
+   own configuration and schedule, and its instances are the same draws;
+2. Autoselect at the given games;
+3. the noise floor: the given setting (and the recommended one, when it differs) on
+   the same instances with every optimum moved to the start (zero offset).
+
+The recommendation (:func:`spsa_bench.plan.summary.recommend`) is made from the
+search's gains before step 3. Gains are the oracle's: true Elo at the exported theta
+minus true Elo at the start, through the seed's instance (the optimizer never sees it).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from spsa_bench.config.loader import (
+    PACKAGED_CONFIG,
+    Config,
+    ConfigError,
+    read_yaml,
+    resolve,
+)
+from spsa_bench.config.param_block import GAMES_STEP, MAX_GAMES, MIN_GAMES, check_games, parse_block
+from spsa_bench.model.instances import TruthPrior
+from spsa_bench.model.time_control import TIME_CONTROLS
+
+if TYPE_CHECKING:
+    import xarray as xr
+
+    from spsa_bench.engine.replay import RunResult
+    from spsa_bench.engine.simulate import Prepared
+
+SCENARIO = "plan"
+SPSA = "spsa"
+AUTOSELECT = "spsa-autoselect"
+#: Fishtest's SPSA today: A = 0.1 N (fishtest #1326); alpha, gamma: the kind's defaults.
+FISHTEST_SPSA = {"A_ratio": 0.1}
+DEFAULT_GAMES = 60_000
+DEFAULT_SEEDS = 200
+DEFAULT_BATCH_MODE = "sync"
+DEFAULT_C_SCALES = (0.5, 1.0, 2.0)
+DEFAULT_R_SCALES = (0.5, 1.0, 2.0)
+DEFAULT_GAMES_SCALES = (0.5, 1.0, 2.0, 4.0)
+#: Elo: the recommendation is the cheapest setting within this of the best expected gain.
+DEFAULT_MARGIN = 0.5
+CHECKPOINTS = 51
+PRIOR, ZERO_OFFSET = "prior", "zero-offset"
+#: Jobs per step of the closed-form rounding prediction (bounds its memory).
+_JOB_CHUNK = 64
+
+
+@dataclasses.dataclass(frozen=True)
+class PlanSpec:
+    """What the planner simulates (module docstring); checked on construction."""
+
+    block_text: str
+    games: int = DEFAULT_GAMES
+    time_control: str = "STC"
+    batch_mode: str = DEFAULT_BATCH_MODE
+    seeds: int = DEFAULT_SEEDS
+    prior: TruthPrior = dataclasses.field(default_factory=TruthPrior)
+    c_scales: tuple[float, ...] = DEFAULT_C_SCALES
+    r_scales: tuple[float, ...] = DEFAULT_R_SCALES
+    games_scales: tuple[float, ...] = DEFAULT_GAMES_SCALES
+    margin: float = DEFAULT_MARGIN
+    checkpoints: int = CHECKPOINTS
+    source: str = "PARAMS"  # where the block came from, for the report
+
+    def __post_init__(self) -> None:
+        parse_block(self.block_text)  # BlockError names the line and the field
+        object.__setattr__(self, "games", check_games(self.games))
+        if self.time_control not in TIME_CONTROLS:
+            raise ConfigError(
+                f"--time-control = {self.time_control!r}: one of {', '.join(TIME_CONTROLS)}"
+            )
+        if not 2 <= self.seeds <= 100_000:
+            raise ConfigError(f"--seeds = {self.seeds}: give 2 to 100,000 instances")
+        if not (math.isfinite(self.margin) and self.margin >= 0):
+            raise ConfigError(f"--margin = {self.margin}: must be a finite number >= 0")
+        for flag, scales in (
+            ("--c-scales", self.c_scales),
+            ("--r-scales", self.r_scales),
+            ("--games-scales", self.games_scales),
+        ):
+            object.__setattr__(self, flag[2:].replace("-", "_"), _scales(flag, scales))
+
+    @property
+    def block(self):
+        return parse_block(self.block_text)
+
+
+def _scales(flag: str, scales: Sequence[float]) -> tuple[float, ...]:
+    """Sorted, unique, positive and finite multipliers, 1 (the given setting) included."""
+    values = [float(s) for s in scales]
+    bad = [s for s in values if not (math.isfinite(s) and s > 0)]
+    if bad:
+        raise ConfigError(f"{flag}: {bad[0]:g} is not a finite multiplier > 0")
+    return tuple(sorted({*values, 1.0}))
+
+
+@dataclasses.dataclass(frozen=True)
+class Setting:
+    """One run of the plan: an arm's multipliers, its games and its instances."""
+
+    kind: str  # SPSA or AUTOSELECT
+    c_scale: float
+    r_scale: float
+    games: int
+    instances: str = PRIOR
+
+    @property
+    def label(self) -> str:
+        name = (
+            f"autoselect g{self.games}"
+            if self.kind == AUTOSELECT
+            else f"c{self.c_scale:g} r{self.r_scale:g} g{self.games}"
+        )
+        return name if self.instances == PRIOR else f"{name} {ZERO_OFFSET}"
+
+    def at_zero_offset(self) -> Setting:
+        return dataclasses.replace(self, instances=ZERO_OFFSET)
+
+
+def budgets(spec: PlanSpec) -> tuple[list[int], list[str]]:
+    """The games budgets of the search (``games x scale`` rounded to Fishtest's step of
+    1,000) and a note for each scale whose budget Fishtest would refuse."""
+    kept, skipped = set(), []
+    for scale in spec.games_scales:
+        games = int(round(spec.games * scale / GAMES_STEP)) * GAMES_STEP
+        if MIN_GAMES <= games <= MAX_GAMES:
+            kept.add(games)
+        else:
+            skipped.append(
+                f"x{scale:g} ({spec.games * scale:,.0f} games: Fishtest takes "
+                f"{MIN_GAMES:,} to {MAX_GAMES:,})"
+            )
+    return sorted(kept), skipped
+
+
+def packaged_batch_modes() -> dict:
+    """The batch modes of the packaged default configuration, as configured."""
+    return read_yaml(PACKAGED_CONFIG)["batch_modes"]
+
+
+def check_batch_mode(name: str) -> None:
+    modes = packaged_batch_modes()
+    if name not in modes:
+        raise ConfigError(
+            f"--batch-mode = {name!r}: not a batch mode of the packaged default "
+            f"configuration ({', '.join(modes)})"
+        )
+
+
+def plan_config(spec: PlanSpec, games: int) -> Config:
+    """The configuration of one games budget of the plan (module docstring)."""
+    check_batch_mode(spec.batch_mode)
+    default = read_yaml(PACKAGED_CONFIG)
+    scenario = {
+        "description": f"the parameter block of {spec.source}",
+        "fishtest_params": spec.block_text,
+        "noise": spec.time_control,
+        "rounding": "stochastic",
+    }
+    if spec.prior.offset_scale > 0:  # else the instances come from the spec's prior alone
+        scenario["truth"] = spec.prior.to_dict()
+    raw = {
+        "games": games,
+        "checkpoints": spec.checkpoints,
+        "noise": spec.time_control,
+        "entropy": default["entropy"],
+        "seeds": {"first": 0, "count": spec.seeds, "per_job": spec.seeds},
+        "baseline": SPSA,
+        "batch_modes": {spec.batch_mode: default["batch_modes"][spec.batch_mode]},
+        "scenarios": {SCENARIO: scenario},
+        "optimizers": {SPSA: dict(FISHTEST_SPSA), AUTOSELECT: {"time_control": spec.time_control}},
+    }
+    return resolve(raw)
+
+
+def at_start(setup: Prepared) -> Prepared:
+    """``setup`` with every instance's optimum moved to the start (zero offset): the same
+    Elo per c_end, inactive set and rotation, so only the distance to the optimum changes."""
+    bowl = setup.problem.bowl
+    peak = np.broadcast_to(setup.problem.view.theta_start, bowl.theta_peak.shape)
+    problem = dataclasses.replace(setup.problem, bowl=dataclasses.replace(bowl, theta_peak=peak))
+    return dataclasses.replace(setup, problem=problem)
+
+
+def predicted_rounding(setup: Prepared, setting: Setting, theta: np.ndarray, grid: np.ndarray):
+    """Per parameter, the closed-form shares of jobs whose engines play equal and swapped
+    integers (:func:`spsa_bench.model.rounding.probe_probabilities`), averaged over every
+    job of every seed at the job's ``c_k`` and the theta of the last checkpoint before its
+    dispatch (exact for a parameter that does not move)."""
+    from spsa_bench import optimizers
+    from spsa_bench.model.rounding import probe_probabilities
+
+    view, schedule = setup.problem.view, setup.schedule
+    arm = _arm(setup.config, setting)
+    optimizer = optimizers.build(arm.kind, view, arm.hyper)
+    iters = schedule.iter_local(setup.config.iteration_counter)
+    exists = schedule.job_mask()
+    checkpoint = np.searchsorted(grid, schedule.job_arrived_before, side="right") - 1
+    equal, swapped = np.zeros(view.num_params), np.zeros(view.num_params)
+    for start in range(0, schedule.max_jobs, _JOB_CHUNK):
+        jobs = slice(start, start + _JOB_CHUNK)
+        seed, job = np.nonzero(exists[:, jobs])
+        c = optimizer.perturbation(iters[:, jobs][seed, job])
+        at = theta[seed, checkpoint[:, jobs][seed, job]]
+        e, s = probe_probabilities(at, c, view.theta_min, view.theta_max)
+        equal += e.sum(axis=0)
+        swapped += s.sum(axis=0)
+    count = max(int(exists.sum()), 1)
+    integer = view.integer
+    return np.where(integer, equal / count, np.nan), np.where(integer, swapped / count, np.nan)
+
+
+def _arm(config: Config, setting: Setting):
+    arm = config.optimizer(setting.kind)
+    hyper = dataclasses.replace(arm.hyper, c_scale=setting.c_scale, r_scale=setting.r_scale)
+    return dataclasses.replace(arm, hyper=hyper)
+
+
+@dataclasses.dataclass
+class _Runs:
+    """The runs done so far, by setting, and the progress over all of them."""
+
+    progress: Callable[[int, int], None] | None
+    total: int
+    done: int = 0
+    results: dict = dataclasses.field(default_factory=dict)  # Setting -> _Result
+
+    def run(self, setup: Prepared, setting: Setting) -> None:
+        offset = self.done
+
+        def report(done: int, total: int) -> None:
+            if self.progress is not None:  # 100% only once, from finish()
+                self.progress(min(offset + done, self.total - 1), self.total)
+
+        result = setup.replay(_arm(setup.config, setting), progress=report)
+        self.done = offset + _events(setup)
+        self.results[setting] = _Result.of(setup, result)
+
+    def finish(self) -> None:
+        if self.progress is not None:
+            self.progress(self.total, self.total)
+
+    def predict(self, setup: Prepared, setting: Setting) -> None:
+        """Add the closed-form rounding shares to the run of ``setting``."""
+        kept = self.results[setting]
+        predicted = predicted_rounding(setup, setting, kept.theta, kept.pairs)
+        self.results[setting] = dataclasses.replace(kept, predicted=predicted)
+
+
+def _events(setup: Prepared) -> int:
+    return int(setup.schedule.arrival_job.shape[1])
+
+
+@dataclasses.dataclass(frozen=True)
+class _Result:
+    """What the plan keeps of one run."""
+
+    theta: np.ndarray  # (seed, checkpoint, param)
+    gain: np.ndarray  # (seed, checkpoint)
+    pairs: np.ndarray  # (checkpoint,)
+    probe_equal: np.ndarray  # (seed,)
+    probe_swapped: np.ndarray  # (seed,)
+    arm_info: dict
+    predicted: tuple | None = None  # (equal, swapped) per parameter
+
+    @classmethod
+    def of(cls, setup: Prepared, result: RunResult) -> _Result:
+        bowl, start = setup.problem.bowl, setup.problem.view.theta_start
+        start_loss = bowl.elo_loss(np.tile(start, (bowl.num_seeds, 1)))
+        return cls(
+            theta=result.theta,
+            gain=start_loss[:, None] - bowl.elo_loss(result.theta),
+            pairs=result.pairs_grid,
+            probe_equal=result.probe_equal_fraction,
+            probe_swapped=result.probe_swapped_fraction,
+            arm_info=dict(result.arm_info),
+        )
+
+
+def search_settings(spec: PlanSpec, games: Sequence[int]) -> list[Setting]:
+    """Every ``c_scale x r_scale x games`` of the search, cheapest budget first."""
+    return [Setting(SPSA, c, r, g) for g in games for c in spec.c_scales for r in spec.r_scales]
+
+
+def given_setting(spec: PlanSpec) -> Setting:
+    return Setting(SPSA, 1.0, 1.0, spec.games)
+
+
+def run_plan(spec: PlanSpec, progress: Callable[[int, int], None] | None = None) -> xr.Dataset:
+    """Every run of the plan (module docstring), as the dataset of ``plan.nc``."""
+    from spsa_bench.engine.simulate import prepare
+    from spsa_bench.plan.summary import recommend
+
+    games, skipped = budgets(spec)
+    seeds = range(spec.seeds)
+    setups = {}
+    for g in games:
+        config = plan_config(spec, g)
+        setups[g] = prepare(
+            config, SCENARIO, config.batch_mode(spec.batch_mode), seeds, prior=spec.prior
+        )
+    search = search_settings(spec, games)
+    given = given_setting(spec)
+    autoselect = Setting(AUTOSELECT, 1.0, 1.0, spec.games)
+    planned = [*search, autoselect, given.at_zero_offset()]
+    runs = _Runs(progress, sum(_events(setups[s.games]) for s in planned))
+    for setting in planned:
+        setup = setups[setting.games]
+        runs.run(at_start(setup) if setting.instances == ZERO_OFFSET else setup, setting)
+    final = np.stack([runs.results[s].gain[:, -1] for s in search])
+    recommended = search[recommend([s.games for s in search], final, spec.margin)]
+    if recommended != given:
+        runs.total += _events(setups[recommended.games])
+        runs.run(at_start(setups[recommended.games]), recommended.at_zero_offset())
+    for setting in dict.fromkeys((given, recommended, autoselect)):
+        runs.predict(setups[setting.games], setting)
+    runs.finish()
+    return plan_dataset(spec, setups, runs.results, given, recommended, autoselect, skipped)
+
+
+def _run_coords(settings: list[Setting], results: dict, checkpoints: int) -> dict:
+    """The ``run`` dimension's coordinates: label, arm, multipliers, budget, instances and
+    the games played at each checkpoint."""
+    games_played = np.stack([2 * results[s].pairs for s in settings])
+    if games_played.shape[1] != checkpoints:
+        raise ValueError("every run of a plan has the same number of checkpoints")
+    return {
+        "run": ("run", np.array([s.label for s in settings], dtype=object), {"long_name": "run"}),
+        "arm": (
+            "run",
+            np.array([s.kind for s in settings], dtype=object),
+            {"long_name": "optimizer kind of the run"},
+        ),
+        "c_scale": ("run", np.array([s.c_scale for s in settings]), _multiplier("c_end")),
+        "r_scale": ("run", np.array([s.r_scale for s in settings]), _multiplier("r_end")),
+        "games": (
+            "run",
+            np.array([s.games for s in settings], dtype=np.int64),
+            {"long_name": "games budget of the run", "units": "games"},
+        ),
+        "instances": (
+            "run",
+            np.array([s.instances for s in settings], dtype=object),
+            {"long_name": "instances: prior (drawn) or zero-offset (every optimum at the start)"},
+        ),
+        "games_played": (
+            ("run", "checkpoint"),
+            games_played,
+            {"long_name": "games played at the checkpoint", "units": "games"},
+        ),
+    }
+
+
+def _multiplier(what: str) -> dict:
+    return {"long_name": f"multiplier on every parameter's {what} of the block", "units": "1"}
+
+
+def _param_coords(block, integer: np.ndarray) -> dict:
+    """Per-parameter coordinates: the block's fields."""
+    theta = {"units": "theta units"}
+    return {
+        "param": ("param", np.array(block.names, dtype=object), {"long_name": "parameter"}),
+        "theta_start": ("param", block.start, {"long_name": "start value", **theta}),
+        "theta_min": ("param", block.min, {"long_name": "lower bound", **theta}),
+        "theta_max": ("param", block.max, {"long_name": "upper bound", **theta}),
+        "c_end": ("param", block.c_end, {"long_name": "c_end of the block", **theta}),
+        "r_end": ("param", block.r_end, {"long_name": "r_end of the block", "units": "1"}),
+        "integer": (
+            "param",
+            integer.astype(np.int8),
+            {"long_name": "1: an integer parameter the worker rounds", "units": "1"},
+        ),
+    }
+
+
+def _run_variables(settings: list[Setting], results: dict) -> dict:
+    """The data variables with a ``run`` dimension."""
+
+    def stack(name: str) -> np.ndarray:
+        return np.stack([getattr(results[s], name) for s in settings])
+
+    def prediction(index: int) -> np.ndarray:
+        n_params = results[settings[0]].theta.shape[-1]
+        rows = [results[s].predicted for s in settings]
+        return np.stack([np.full(n_params, np.nan) if r is None else r[index] for r in rows])
+
+    rounding = "closed-form share of jobs whose two engines played {} (mean over jobs and seeds)"
+    return {
+        "theta": (
+            ("run", "seed", "checkpoint", "param"),
+            stack("theta"),
+            {"long_name": "exported parameters", "units": "theta units"},
+        ),
+        "gain": (
+            ("run", "seed", "checkpoint"),
+            stack("gain"),
+            {"long_name": "true Elo at theta minus true Elo at the start", "units": "Elo"},
+        ),
+        "probe_equal_fraction": (
+            ("run", "seed"),
+            stack("probe_equal"),
+            {
+                "long_name": "measured share of jobs x parameters played with equal integers",
+                "units": "1",
+            },
+        ),
+        "probe_swapped_fraction": (
+            ("run", "seed"),
+            stack("probe_swapped"),
+            {
+                "long_name": "measured share of jobs x parameters played in the opposite order "
+                "to the flip",
+                "units": "1",
+            },
+        ),
+        "predicted_equal_share": (
+            ("run", "param"),
+            prediction(0),
+            {"long_name": rounding.format("equal integers") + "; NaN: not computed", "units": "1"},
+        ),
+        "predicted_swapped_share": (
+            ("run", "param"),
+            prediction(1),
+            {
+                "long_name": rounding.format("integers in the opposite order to the flip")
+                + "; NaN: not computed",
+                "units": "1",
+            },
+        ),
+    }
+
+
+def plan_dataset(spec, setups, results, given, recommended, autoselect, skipped) -> xr.Dataset:
+    """The plan as one CF-1.11 dataset, dims ``run, seed, checkpoint, param``."""
+    import xarray as xr
+
+    from spsa_bench.results.cf import conform
+    from spsa_bench.results.datasets import instance_variables
+    from spsa_bench.results.provenance import provenance
+
+    setup = setups[spec.games]
+    settings = list(results)
+    data_vars = _run_variables(settings, results)
+    data_vars |= instance_variables(setup.problem.bowl, setup.problem.view.theta_start)
+    coords = _run_coords(settings, results, spec.checkpoints)
+    coords |= _param_coords(spec.block, setup.problem.view.integer)
+    coords["seed"] = ("seed", setup.schedule.seeds, {"long_name": "seed (one instance each)"})
+    coords["checkpoint"] = (
+        "checkpoint",
+        np.arange(spec.checkpoints),
+        {"long_name": "checkpoint index (evenly spaced in pairs over each run's budget)"},
+    )
+    info = results[autoselect].arm_info
+    attrs = {
+        "title": f"spsa-bench plan: {spec.source}",
+        "source_block": spec.source,
+        "block": spec.block_text,
+        "games_given": spec.games,
+        "time_control": spec.time_control,
+        "batch_mode": spec.batch_mode,
+        "margin_elo": spec.margin,
+        "given_run": given.label,
+        "recommended_run": recommended.label,
+        "autoselect_run": autoselect.label,
+        "skipped_budgets": "; ".join(skipped) or "none",
+        "truth_prior": json.dumps(spec.prior.to_dict(), sort_keys=True),
+        "batch_mode_settings": json.dumps(setup.config.resolved["batch_modes"][spec.batch_mode]),
+        **{key: float(value) for key, value in sorted(info.items())},
+        **setup.noise.attributes(),
+        **provenance(setup.config.to_json()),
+    }
+    return conform(xr.Dataset(data_vars, coords, attrs))
+
+
+__all__ = ["PlanSpec", "Setting", "plan_config", "run_plan", "budgets", "predicted_rounding"]

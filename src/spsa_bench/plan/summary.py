@@ -1,0 +1,490 @@
+"""What ``plan.md`` says, read from the plan's dataset (:mod:`spsa_bench.plan.run`).
+
+Every number is a statistic over the plan's instances (seeds): a mean with its
+Student-t 95% interval (:func:`spsa_bench.analysis.stats.t_interval`), a share with its
+Wilson 95% interval (:func:`spsa_bench.analysis.stats.wilson_interval`), or a paired
+difference between two settings, whose interval is narrow because the settings share
+their instances and random numbers. docs/plan.md explains each line.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from spsa_bench.analysis import stats
+from spsa_bench.analysis.tables import markdown_table
+from spsa_bench.config.param_block import ParamBlock, parse_block
+from spsa_bench.model.instances import TruthPrior
+from spsa_bench.plan.run import AUTOSELECT, PRIOR, ZERO_OFFSET
+
+LEVEL = 0.95
+#: A parameter barely moves when its median final move is below this many c_end.
+BARELY_MOVES = 0.5
+#: A parameter is flagged pinned when at least this share of instances ends at a bound.
+PINNED_SHARE = 0.1
+#: An integer parameter with c_end below this many integer steps has a rounding hazard
+#: (fishtest #1912 proposed never probing below 2).
+HAZARD_C_END = 2.0
+#: Elo thresholds of the outcome's probabilities.
+ONE_ELO = 1.0
+
+
+def recommend(games, final_gains: np.ndarray, margin: float) -> int:
+    """Index of the cheapest setting (fewest ``games``) whose mean final gain is within
+    ``margin`` Elo of the best mean; among equally cheap ones, the highest mean.
+    ``final_gains`` is ``(setting, seed)``."""
+    means = np.asarray(final_gains, dtype=np.float64).mean(axis=1)
+    within = np.flatnonzero(means >= means.max() - margin)
+    return int(min(within, key=lambda i: (games[i], -means[i])))
+
+
+def final_gain(ds: xr.Dataset, run: str) -> np.ndarray:
+    """Per seed, true Elo at the end of ``run`` minus at the start."""
+    return ds["gain"].sel(run=run).isel(checkpoint=-1).values
+
+
+def outcome(gains: np.ndarray) -> dict:
+    """The outcome's statistics over instances (docs/plan.md, "The outcome")."""
+    mean, low, high = stats.t_interval(gains, LEVEL)
+    return {
+        "mean": mean,
+        "mean_ci": (low, high),
+        "median": float(np.median(gains)),
+        "q10": float(np.quantile(gains, 0.1)),
+        "q90": float(np.quantile(gains, 0.9)),
+        "p_gain": stats.wilson_interval(gains > 0, LEVEL),
+        "p_gain_1": stats.wilson_interval(gains > ONE_ELO, LEVEL),
+        "p_weaker_1": stats.wilson_interval(gains < -ONE_ELO, LEVEL),
+    }
+
+
+def _elo(value: float) -> str:
+    return f"{value:+.2f}" if value else "0.00"
+
+
+def _ci(low: float, high: float, fmt=_elo) -> str:
+    return f"[{fmt(low)}, {fmt(high)}]"
+
+
+def _share(triple) -> str:
+    share, low, high = triple
+    return f"{share:.1%} [{low:.1%}, {high:.1%}]"
+
+
+def _prior(ds: xr.Dataset) -> TruthPrior:
+    return TruthPrior.from_mapping(json.loads(ds.attrs["truth_prior"]))
+
+
+def _block(ds: xr.Dataset) -> ParamBlock:
+    return parse_block(str(ds.attrs["block"]))
+
+
+def runs_of(ds: xr.Dataset, instances: str = PRIOR) -> list[str]:
+    """The labels of the runs on ``instances``, in the dataset's order."""
+    return [str(r) for r in ds["run"].values[ds["instances"].values == instances]]
+
+
+# ---------------------------------------------------------------------------- sections
+
+
+def header(ds: xr.Dataset) -> list[str]:
+    block = _block(ds)
+    mode = json.loads(ds.attrs["batch_mode_settings"])
+    games = int(ds.attrs["games_given"])
+    mode_text = (
+        f"1 worker, {mode['batch_size']} pairs per report"
+        if mode.get("workers") == 1
+        else f"{mode['workers']} workers, {mode['batch']} batches"
+    )
+    return [
+        f"# spsa-bench plan: {ds.attrs['source_block']}",
+        "",
+        f"{len(block)} parameters, **{games:,} games** ({games // 2:,} game pairs), "
+        f"**{ds.attrs['time_control']}** game noise (draw rate {ds.attrs['noise_draw_rate']:.3f}, "
+        f"σ² {ds.attrs['noise_sigma2']:.4f} per pair at equal strength), batch mode "
+        f"**{ds.attrs['batch_mode']}** ({mode_text}), Fishtest's SPSA (A = 0.1 N, α 0.602, "
+        "γ 0.101, the block's c_end and r_end) with the worker's stochastic rounding, "
+        f"simulated on **{ds.sizes['seed']} instances** of the prior below. A simulation "
+        "under stated assumptions, not a measurement of your engine.",
+    ]
+
+
+_PRIOR_ROWS = (
+    (
+        "optimum's offset from the start",
+        lambda p: f"{p.offset_distribution}, scale {p.offset_scale:g} c_end",
+        "assumption: about two c_end steps keeps the optimum within reach of the probes",
+        lambda p, d: (
+            (p.offset_distribution, p.offset_scale) == (d.offset_distribution, d.offset_scale)
+        ),
+    ),
+    (
+        "Elo lost one c_end from the optimum",
+        lambda p: (
+            f"{p.elo_min:g}"
+            if p.elo_min == p.elo_max
+            else f"log-uniform {p.elo_min:g} to {p.elo_max:g}"
+        ),
+        "Autoselect's 2 Elo lost half a range from the optimum: 0.22 Elo per c_end at "
+        "c_end = range/6, 0.02 at TUNE()'s range/20 (fishtest spsa_new.js, Stockfish tune.cpp)",
+        lambda p, d: (p.elo_min, p.elo_max) == (d.elo_min, d.elo_max),
+    ),
+    (
+        "share of parameters with no effect",
+        lambda p: f"{p.inactive_fraction:g}",
+        "assumption: a quarter of a real tune's parameters do nothing measurable",
+        lambda p, d: p.inactive_fraction == d.inactive_fraction,
+    ),
+    (
+        "interaction (pairwise rotations)",
+        lambda p: f"{p.interaction:g}",
+        "assumption: 0, an axis-aligned bowl (1: rotations up to ±45°)",
+        lambda p, d: p.interaction == d.interaction,
+    ),
+)
+
+
+def prior_section(ds: xr.Dataset) -> list[str]:
+    prior, default = _prior(ds), TruthPrior()
+    gap = ds["start_elo_gap"].values
+    rows = [
+        f"| {what} | {value(prior)} | {'default' if same(prior, default) else 'given'}: {why} |"
+        for what, value, why, same in _PRIOR_ROWS
+    ]
+    return [
+        "## The prior over the unknown truth (assumptions, not facts)",
+        "",
+        "Each instance is a quadratic bowl drawn from this prior, in units of each "
+        "parameter's c_end (docs/plan.md says where each default comes from; change them "
+        "with --offset-scale, --offset-distribution, --elo-per-c-end, --inactive-fraction, "
+        "--interaction).",
+        "",
+        "| what | value | source |",
+        "|---|---|---|",
+        *rows,
+        "",
+        f"Elo at stake (the instance's loss at the start): mean {gap.mean():.2f}, median "
+        f"{np.median(gap):.2f}, 10–90% {np.quantile(gap, 0.1):.2f} to "
+        f"{np.quantile(gap, 0.9):.2f}.",
+    ]
+
+
+def outcome_section(ds: xr.Dataset) -> list[str]:
+    given = str(ds.attrs["given_run"])
+    gains = final_gain(ds, given)
+    o = outcome(gains)
+    gap = float(ds["start_elo_gap"].values.mean())
+    recovered = f" ({o['mean'] / gap:.0%} of the mean Elo at stake)" if gap > 0 else ""
+    return [
+        "## 1. The outcome of the tune as given",
+        "",
+        "Gain = true Elo at the final parameters minus true Elo at the start.",
+        "",
+        "| | |",
+        "|---|---|",
+        f"| expected gain (mean) | **{_elo(o['mean'])} Elo**{recovered} |",
+        f"| 95% CI of the mean | {_ci(*o['mean_ci'])} |",
+        f"| median | {_elo(o['median'])} |",
+        f"| 10–90% range | {_elo(o['q10'])} to {_elo(o['q90'])} |",
+        f"| P(gain > 0) | {_share(o['p_gain'])} |",
+        f"| P(gain > 1 Elo) | {_share(o['p_gain_1'])} |",
+        f"| P(weaker by more than 1 Elo) | {_share(o['p_weaker_1'])} |",
+    ]
+
+
+def parameter_table(ds: xr.Dataset, run: str | None = None) -> pd.DataFrame:
+    """One row per parameter of ``run`` (default: the given setting)."""
+    run = run or str(ds.attrs["given_run"])
+    theta = ds["theta"].sel(run=run).isel(checkpoint=-1).values  # (seed, param)
+    start, low, high = (ds[k].values for k in ("theta_start", "theta_min", "theta_max"))
+    c_end = ds["c_end"].values * float(ds["c_scale"].sel(run=run))
+    integer = ds["integer"].values.astype(bool)
+    move = np.abs(theta - start)
+    tolerance = np.where(integer, 0.5, 0.0)  # the engine plays the bound
+    pinned = ((theta <= low + tolerance) | (theta >= high - tolerance)).mean(axis=0)
+    median = np.median(move, axis=0)
+    hazard = integer & (c_end < HAZARD_C_END)
+    table = pd.DataFrame(
+        {
+            "param": [str(p) for p in ds["param"].values],
+            "start": start,
+            "c_end": c_end,
+            "move_c_end": median / c_end,
+            "move_steps": median,
+            "pinned": pinned,
+            "barely_moves": median / c_end < BARELY_MOVES,
+            "hazard": hazard,
+            "equal": ds["predicted_equal_share"].sel(run=run).values,
+            "swapped": ds["predicted_swapped_share"].sel(run=run).values,
+        }
+    )
+    table["flags"] = [_flags(row) for row in table.itertuples()]
+    return table
+
+
+def _flags(row) -> str:
+    flags = []
+    if row.barely_moves:
+        flags.append("barely moves")
+    if row.pinned >= PINNED_SHARE:
+        flags.append(f"pinned ({row.pinned:.0%})")
+    if row.hazard:
+        flags.append("rounding hazard")
+    return ", ".join(flags)
+
+
+def parameter_section(ds: xr.Dataset) -> list[str]:
+    table = parameter_table(ds).copy()
+    hazard = table["hazard"]
+    for column in ("equal", "swapped"):
+        table[column] = [
+            f"{v:.1%}" if h else "" for v, h in zip(table[column], hazard, strict=True)
+        ]
+    table["pinned"] = [f"{v:.0%}" for v in table["pinned"]]
+    table["start"] = [f"{v:g}" for v in table["start"]]
+    table["c_end"] = [f"{v:g}" for v in table["c_end"]]
+    given = str(ds.attrs["given_run"])
+    measured = float(np.nanmean(ds["probe_equal_fraction"].sel(run=given)))
+    swapped = float(np.nanmean(ds["probe_swapped_fraction"].sel(run=given)))
+    counts = {
+        flag: int(table["flags"].str.contains(flag).sum())
+        for flag in ("barely moves", "pinned", "rounding hazard")
+    }
+    return [
+        "## 2. Per parameter (the tune as given)",
+        "",
+        f"*move*: median over instances of |final − start|, in c_end and in integer steps. "
+        f"*barely moves*: median move below {BARELY_MOVES:g} c_end. *pinned*: share of "
+        f"instances ending within half a step of min or max (flagged from "
+        f"{PINNED_SHARE:.0%}). *rounding hazard*: an integer parameter with c_end below "
+        f"{HAZARD_C_END:g}; *equal* / *swapped*: predicted share of batches whose two "
+        "engines played the same integer / integers in the opposite order to the flip "
+        "(closed form at the simulated θ and each batch's c_k).",
+        "",
+        markdown_table(
+            table,
+            {
+                "param": "parameter",
+                "start": "start",
+                "c_end": "c_end",
+                "move_c_end": "move (c_end)",
+                "move_steps": "move (steps)",
+                "pinned": "pinned",
+                "equal": "equal",
+                "swapped": "swapped",
+                "flags": "flags",
+            },
+            digits=2,
+        ),
+        "",
+        f"{counts['barely moves']} of {len(table)} parameters barely move, "
+        f"{counts['pinned']} are pinned, {counts['rounding hazard']} have a rounding hazard. "
+        f"Measured over every parameter and batch of the tune: {measured:.1%} equal, "
+        f"{swapped:.1%} swapped integers.",
+    ]
+
+
+def roles(ds: xr.Dataset) -> dict[str, str]:
+    """``given`` and, when it differs, ``recommended``: their run labels."""
+    given, chosen = str(ds.attrs["given_run"]), str(ds.attrs["recommended_run"])
+    return {"given": given} if chosen == given else {"given": given, "recommended": chosen}
+
+
+def noise_floor_section(ds: xr.Dataset) -> list[str]:
+    rows = []
+    for role, run in roles(ds).items():
+        loss = -final_gain(ds, f"{run} {ZERO_OFFSET}")
+        mean, low, high = stats.t_interval(loss, LEVEL)
+        rows.append(
+            f"| {role} ({setting_text(ds, run)}) | "
+            f"{mean:.2f} {_ci(low, high, lambda v: f'{v:.2f}')} | {np.median(loss):.2f} | "
+            f"{np.quantile(loss, 0.9):.2f} | "
+            f"{_share(stats.wilson_interval(loss > ONE_ELO, LEVEL))} |"
+        )
+    return [
+        "## 3. The noise floor",
+        "",
+        "The same tune on the same instances with every optimum moved to the start (zero "
+        "offset): the Elo it loses to noise alone, what an engine that is already tuned "
+        "risks.",
+        "",
+        "| setting | mean loss (Elo) [95% CI] | median | 90% quantile | P(loss > 1 Elo) |",
+        "|---|---|---|---|---|",
+        *rows,
+    ]
+
+
+def setting_text(ds: xr.Dataset, run: str) -> str:
+    row = ds.sel(run=run)
+    games = f"{int(row['games']):,} games"
+    if str(row["arm"].values) == AUTOSELECT:
+        return f"Autoselect, {games}"
+    return f"c_end ×{float(row['c_scale']):g}, r_end ×{float(row['r_scale']):g}, {games}"
+
+
+def settings_table(ds: xr.Dataset) -> pd.DataFrame:
+    """One row per run on the prior's instances: expected gain, P(gain > 0), and the
+    paired difference to the given setting."""
+    given = final_gain(ds, str(ds.attrs["given_run"]))
+    rows = []
+    for run in runs_of(ds):
+        gains = final_gain(ds, run)
+        mean, low, high = stats.t_interval(gains, LEVEL)
+        diff = stats.t_interval(gains - given, LEVEL)
+        rows.append(
+            {
+                "run": run,
+                "setting": setting_text(ds, run),
+                "arm": str(ds["arm"].sel(run=run).values),
+                "games": int(ds["games"].sel(run=run)),
+                "mean": mean,
+                "low": low,
+                "high": high,
+                "p_gain": stats.wilson_interval(gains > 0, LEVEL),
+                "diff": diff,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def _notes(table: pd.DataFrame, ds: xr.Dataset) -> list[str]:
+    """given / best / recommended / within the margin, per row of :func:`settings_table`."""
+    search = table[table["arm"] != AUTOSELECT]
+    best = search["mean"].max()
+    margin = float(ds.attrs["margin_elo"])
+    notes = []
+    for row in table.itertuples():
+        note = []
+        if row.run == ds.attrs["given_run"]:
+            note.append("given")
+        if row.arm != AUTOSELECT and row.mean == best:
+            note.append("best")
+        if row.run == ds.attrs["recommended_run"]:
+            note.append("**recommended**")
+        elif row.arm != AUTOSELECT and row.mean >= best - margin:
+            note.append("within margin")
+        notes.append(", ".join(note))
+    return notes
+
+
+def settings_section(ds: xr.Dataset) -> list[str]:
+    table = settings_table(ds)
+    table["note"] = _notes(table, ds)
+    order = table.assign(auto=table["arm"] == AUTOSELECT).sort_values(
+        ["auto", "games"], kind="stable"
+    )
+    lines = [
+        f"| {row.setting} | {_elo(row.mean)} {_ci(row.low, row.high)} | {_share(row.p_gain)} | "
+        + ("" if row.run == ds.attrs["given_run"] else f"{_elo(row.diff[0])} {_ci(*row.diff[1:])}")
+        + f" | {row.note} |"
+        for row in order.itertuples()
+    ]
+    margin = float(ds.attrs["margin_elo"])
+    return [
+        "## 4. Better settings",
+        "",
+        "Fishtest's SPSA with every c_end and r_end of the block multiplied, and the games "
+        "budget multiplied; Autoselect at the given games for comparison. Every setting "
+        "plays the same instances with the same random numbers, so *Δ vs given* is a paired "
+        "difference (mean and 95% CI over instances). The recommendation is the cheapest "
+        f"setting (fewest games) whose expected gain is within **{margin:g} Elo** of the "
+        "best one (--margin).",
+        "",
+        "| setting | expected gain [95% CI] | P(gain > 0) | Δ vs given [95% CI] | |",
+        "|---|---|---|---|---|",
+        *lines,
+        "",
+        *_recommendation(ds, table),
+        "",
+        *_autoselect(ds, table),
+    ]
+
+
+def _recommendation(ds: xr.Dataset, table: pd.DataFrame) -> list[str]:
+    given, chosen = str(ds.attrs["given_run"]), str(ds.attrs["recommended_run"])
+    row = table.set_index("run").loc[chosen]
+    search = table[table["arm"] != AUTOSELECT]
+    best = str(search.loc[search["mean"].idxmax(), "run"])
+    lines = [
+        f"**Recommended: {setting_text(ds, chosen)}**: expected gain {_elo(row['mean'])} Elo "
+        f"{_ci(row['low'], row['high'])}, P(gain > 0) {_share(row['p_gain'])}."
+    ]
+    if chosen == given:
+        lines[0] += " That is the tune as given: no setting of the search does better by more "
+        lines[0] += "than the margin at fewer or equal games."
+    else:
+        lines[0] += (
+            f" Against the given setting: {_elo(row['diff'][0])} Elo {_ci(*row['diff'][1:])} "
+            "(paired)."
+        )
+    if best != chosen:
+        diff = stats.t_interval(final_gain(ds, chosen) - final_gain(ds, best), LEVEL)
+        lines[0] += (
+            f" The best setting, {setting_text(ds, best)}, gains "
+            f"{_elo(-diff[0])} Elo more {_ci(-diff[2], -diff[1])} (paired)."
+        )
+    block = _block(ds)
+    scaled = ParamBlock(
+        block.names,
+        block.start,
+        block.min,
+        block.max,
+        block.c_end * float(ds["c_scale"].sel(run=chosen)),
+        block.r_end * float(ds["r_scale"].sel(run=chosen)),
+    )
+    return [
+        *lines,
+        "",
+        f"The block to paste for it, with {int(row['games']):,} games:",
+        "",
+        "```",
+        scaled.to_text().rstrip("\n"),
+        "```",
+    ]
+
+
+def _autoselect(ds: xr.Dataset, table: pd.DataFrame) -> list[str]:
+    run = str(ds.attrs["autoselect_run"])
+    row = table.set_index("run").loc[run]
+    return [
+        f"*Autoselect* (Fishtest's checkbox: constant gains A = α = γ = 0, c_end = range/6, "
+        f"r = {float(ds.attrs['autoselect_r']):.5f} from its 0.5 Elo precision and the "
+        f"{ds.attrs['time_control']} draw ratio {float(ds.attrs['autoselect_draw_ratio']):.3f}) "
+        f"would ask for **{int(ds.attrs['autoselect_games']):,} games**; at the given "
+        f"{int(row['games']):,} it gains {_elo(row['mean'])} Elo {_ci(row['low'], row['high'])}."
+    ]
+
+
+def files_section(ds: xr.Dataset) -> list[str]:
+    skipped = str(ds.attrs["skipped_budgets"])
+    lines = [
+        "## Files",
+        "",
+        "`plan.nc`: every run's trajectory (θ and gain at each checkpoint), the measured "
+        "rounding shares and every instance; `plan.png`: the gain distribution of the given "
+        "and the recommended settings and the expected gain against games played.",
+    ]
+    if skipped != "none":
+        lines += ["", f"Budgets left out of the search: {skipped}."]
+    return lines
+
+
+def plan_markdown(ds: xr.Dataset) -> str:
+    """The whole of ``plan.md``."""
+    sections = (
+        header,
+        prior_section,
+        outcome_section,
+        parameter_section,
+        noise_floor_section,
+        settings_section,
+        files_section,
+    )
+    lines = []
+    for section in sections:
+        lines += [*section(ds), ""]
+    return "\n".join(lines)
