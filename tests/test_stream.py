@@ -77,9 +77,12 @@ def test_any_order_and_grouping_of_the_files_gives_the_same_file(run_files, tmp_
     _same_file(tmp_path / "a.nc", tmp_path / "b.nc")
 
 
-def test_stream_refuses_a_bad_file_and_writes_nothing(run_files, tmp_path):
+@pytest.mark.parametrize("checkpoint", [0, -1], ids=["first", "last"])
+def test_stream_refuses_a_bad_file_and_writes_nothing(run_files, tmp_path, checkpoint):
+    """Pass 1 reads a file's first checkpoint only; a non-finite value anywhere later is
+    caught as pass 2 copies it, and nothing is written either way."""
     bad = open_run(run_files[0])
-    bad["elo_loss"][0, 0] = np.nan
+    bad["elo_loss"][0, checkpoint] = np.nan
     bad_path = write_atomic(bad, tmp_path / "bad.nc")
     with pytest.raises(ValueError, match=r"bad\.nc: variable elo_loss holds non-finite"):
         stream_benchmark([*run_files[1:], bad_path], tmp_path / "out.nc")

@@ -39,16 +39,29 @@ def check_run(path: str | Path, ds: xr.Dataset, grid: np.ndarray | None) -> None
     :data:`NAN_WHERE_NOT_APPLICABLE` or with a ``missing_value`` may hold NaN.
     """
     for name, variable in ds.variables.items():
-        allowed = name in NAN_WHERE_NOT_APPLICABLE or "missing_value" in {
-            **variable.attrs,
-            **variable.encoding,
-        }
-        if variable.dtype.kind == "f" and not allowed and not np.isfinite(variable.values).all():
-            raise ValueError(f"{path}: variable {name} holds non-finite values (NaN or inf)")
-    if grid is not None and not np.array_equal(ds["pairs"].values, grid):
+        check_finite(path, str(name), variable.dtype, variable.values, variable_attrs(variable))
+    if grid is not None:
+        check_grid(path, ds["pairs"].values, grid)
+
+
+def variable_attrs(variable: xr.Variable) -> dict:
+    """A variable's attributes and encoding: where a ``missing_value`` may be."""
+    return {**variable.attrs, **variable.encoding}
+
+
+def check_finite(path, name: str, dtype: np.dtype, values: np.ndarray, attrs) -> None:
+    """Refuse non-finite values of a float variable that must be finite everywhere."""
+    allowed = name in NAN_WHERE_NOT_APPLICABLE or "missing_value" in attrs
+    if dtype.kind == "f" and not allowed and not np.isfinite(values).all():
+        raise ValueError(f"{path}: variable {name} holds non-finite values (NaN or inf)")
+
+
+def check_grid(path, pairs: np.ndarray, grid: np.ndarray) -> None:
+    """Refuse a checkpoint grid (``pairs``) other than the other run files' ``grid``."""
+    if not np.array_equal(pairs, grid):
         raise ValueError(
             f"{path}: checkpoint grid (pairs) differs from the other run files' "
-            f"({ds.sizes['pairs']} checkpoints up to {ds['pairs'].values[-1]}, "
+            f"({pairs.size} checkpoints up to {pairs[-1]}, "
             f"expected {grid.size} up to {grid[-1]})"
         )
 

@@ -321,10 +321,28 @@ def schedule_dataset(
 
 def open_run(path: str | Path) -> xr.Dataset:
     """Open one run file fully into memory, with a clear error naming the file."""
+    return _open_run(path, lambda ds: ds)
+
+
+def open_run_head(path: str | Path) -> tuple[xr.Dataset, np.ndarray]:
+    """One run file's first checkpoint in memory (every variable without the ``pairs``
+    dimension whole, those with it at ``pairs[0]`` only) and its whole ``pairs`` grid;
+    the rest is never read. Errors as :func:`open_run`."""
+    grid = []
+
+    def head(ds: xr.Dataset) -> xr.Dataset:
+        grid.append(ds["pairs"].values)
+        return ds.isel(pairs=[0])
+
+    return _open_run(path, head), grid[0]
+
+
+def _open_run(path: str | Path, part) -> xr.Dataset:
+    """``part`` of one run file (a function of the lazily opened dataset), loaded."""
     path = Path(path)
     try:
         with xr.open_dataset(path, engine="netcdf4") as ds:
-            loaded = labels_to_index(ds.load())
+            loaded = labels_to_index(part(ds).load())
     except Exception as error:  # netCDF4 raises OSError/RuntimeError/ValueError variants
         raise ValueError(f"{path}: not a readable spsa-bench NetCDF file ({error})") from None
     missing = [v for v in ("theta", "elo_loss", *CELL_DIMS) if v not in loaded.variables]
