@@ -24,6 +24,7 @@ rule cend_study:
         "results/logs/cend_study.log",
     benchmark:
         "results/benchmarks/cend_study.tsv"
+    priority: -10
     conda:
         ENV
     threads: 1
@@ -63,6 +64,7 @@ rule workers_study:
         "results/logs/workers_study.log",
     benchmark:
         "results/benchmarks/workers_study.tsv"
+    priority: -10
     conda:
         ENV
     threads: 1
@@ -101,6 +103,7 @@ rule budget_study:
         "results/logs/budget_study.log",
     benchmark:
         "results/benchmarks/budget_study.tsv"
+    priority: -10
     conda:
         ENV
     threads: 1

@@ -1,7 +1,8 @@
 # Macro-versus-micro validation (`spsa-bench validate`) of every configured arm
 # with its own hyperparameters: one job for all arms (the plotting start-up is
-# paid once), started early so it overlaps the simulations. Arms whose kind has
-# no micro reference are skipped (one line in the log); a failing gate fails the job.
+# paid once), at a low priority so it runs beside combine (common.smk, "Priorities").
+# Arms whose kind has no micro reference are skipped (one line in the log); a failing
+# gate fails the job.
 
 
 rule validate_optimizers:
@@ -22,7 +23,7 @@ rule validate_optimizers:
         "results/logs/validate_optimizers.log",
     benchmark:
         "results/benchmarks/validate_optimizers.tsv"
-    priority: 50
+    priority: -10
     group:
         "validation"
     conda:
