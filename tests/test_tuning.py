@@ -123,6 +123,24 @@ def test_choose_picks_the_documented_oracle_and_robust_arms():
     assert not choice.loc[("robust", "z"), "in_family"]
 
 
+def test_a_choice_at_either_end_of_its_sweep_is_flagged():
+    """The swept values are v = 2, 1, 3 for arms a, b, c (not in arm order): b and c
+    are the ends of the sweep, a is inside; a text coordinate has no ends."""
+    ds = constructed({"a": [1.0, 3.0, 5.0], "b": [1.5, 1.0, 5.0], "c": [4.0, 4.0, 1.0]})
+    ds = ds.assign_coords(
+        swept_v=("arm", [2.0, 1.0, 3.0]),
+        swept_rule=("arm", np.array(["p", "q", "r"], dtype=object)),
+    )
+    choice = choose(ds).set_index(["tuning", "scenario"])
+    assert not choice.loc[("oracle", "x"), "at_edge"]  # a
+    assert choice.loc[("oracle", "y"), "at_edge"]  # b, the smallest v
+    assert choice.loc[("oracle", "z"), "at_edge"]  # c, the largest v
+    assert choice.loc["robust", "at_edge"].all()  # b everywhere
+    assert not choose(constructed({"a": [1.0] * 3, "b": [2.0] * 3, "c": [3.0] * 3}))[
+        "at_edge"
+    ].any()  # no swept number recorded: nothing to call an edge
+
+
 def test_the_representative_is_robust_over_the_family_and_every_batch_mode():
     """Two batch modes. In sync b is robust (as above). In async the family ratios are
     a: 1 and 1, b: 3 and 2, c: 4 and 4. Over the four (scenario, mode) pairs the mean

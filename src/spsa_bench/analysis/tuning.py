@@ -36,13 +36,33 @@ def _medians(ds: xr.Dataset) -> xr.DataArray:
     return median.fillna(np.inf)
 
 
+def at_edge(ds: xr.Dataset, arm: str) -> bool:
+    """Whether ``arm`` takes the smallest or the largest value its sweep tries of some
+    swept number (a ``swept_<key>`` coordinate of the tuning dataset ``ds``): a best
+    setting there may lie outside the grid, which should then be widened."""
+    sweep = ds["sweep"].values == ds["sweep"].sel(arm=arm).item()
+    for name in ds.coords:
+        coord = ds.coords[name]
+        if not str(name).startswith("swept_") or coord.dtype.kind != "f":
+            continue
+        values = coord.values[sweep]
+        value = float(coord.sel(arm=arm).item())
+        if (
+            np.isfinite(value)
+            and np.unique(values).size > 1
+            and value in (np.nanmin(values), np.nanmax(values))
+        ):
+            return True
+    return False
+
+
 def choose(ds: xr.Dataset) -> pd.DataFrame:
     """The oracle and robust choice per (sweep, batch mode), one row per scenario.
 
     Columns: sweep, batch_mode, tuning (oracle / robust), scenario, arm, setting,
-    in_family, tuning_median (the arm's median final loss on the tuning seeds in the
-    scenario) and robust_score (the robust criterion of the arm; NaN for oracle rows).
-    Reads ``ds`` (the tuning dataset) only.
+    at_edge (:func:`at_edge`), in_family, tuning_median (the arm's median final loss
+    on the tuning seeds in the scenario) and robust_score (the robust criterion of the
+    arm; NaN for oracle rows). Reads ``ds`` (the tuning dataset) only.
     """
     family = [s for s in str(ds.attrs["family"]).split(", ") if s]
     scenarios = [str(s) for s in ds["scenario"].values]
@@ -66,6 +86,7 @@ def choose(ds: xr.Dataset) -> pd.DataFrame:
                             "scenario": scenario,
                             "arm": arm,
                             "setting": str(ds["setting"].sel(arm=arm).item()),
+                            "at_edge": at_edge(ds, arm),
                             "in_family": scenario in family,
                             "tuning_median": float(values[pick, s]),
                             "robust_score": float(score[pick]) if tuning == "robust" else math.nan,
@@ -190,6 +211,7 @@ def tuned_markdown(table: pd.DataFrame, choice: pd.DataFrame) -> str:
     attrs = choice.attrs
     t = table.copy()
     t["in_family"] = t["in_family"].map({True: "yes", False: "no"})
+    t["at_edge"] = t["at_edge"].map({True: "edge", False: ""})
     t["loss_ci"] = _interval(t, "loss_low", "loss_high")
     t["diff_ci"] = _interval(t, "diff_low", "diff_high")
     pct = f"{LEVEL:.0%}"
@@ -203,6 +225,8 @@ def tuned_markdown(table: pd.DataFrame, choice: pd.DataFrame) -> str:
         f"Criterion: {attrs.get('criterion_text', '')}. *oracle*: the setting with the "
         f"smallest median in that scenario; *{attrs.get('robust_text', '')}*; family: "
         f"{attrs.get('family', '')} (*in family* says whether the scenario is one of them). "
+        "*edge*: the setting is the smallest or largest value its sweep tries, so the "
+        "best may lie outside the grid (widen the sweep). "
         f"*loss*: mean final Elo loss on the test seeds with its {pct} t-interval. "
         f"*Δ vs {baseline}*: mean per-seed difference to the setting of {baseline} chosen "
         f"the same way (negative: the row loses less), {pct} t-interval.",
@@ -215,6 +239,7 @@ def tuned_markdown(table: pd.DataFrame, choice: pd.DataFrame) -> str:
                 "scenario": "scenario",
                 "tuning": "tuning",
                 "setting": "setting",
+                "at_edge": "edge",
                 "in_family": "in family",
                 "tuning_median": "tuning median",
                 "n_seeds": "test seeds",
