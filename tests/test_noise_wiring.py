@@ -25,7 +25,7 @@ def test_noise_defaults_to_vendored_and_the_top_level_is_each_scenarios_default(
     del raw["noise"]
     config = resolve(raw)
     own = {name for name, scenario in raw["scenarios"].items() if "noise" in scenario}
-    assert own == {"tune-16-stc", "tune-64-ltc"}  # the tune scenarios name their own
+    assert own == {"tune-16-stc"}  # the tune scenario names its own
     assert {make_noise(config, s).name for s in config.scenarios if s not in own} == {"vendored"}
     raw = _config(noise="STC")
     raw["scenarios"]["mixed"]["noise"] = {"draw_rate": 0.6, "sigma2": 0.42}

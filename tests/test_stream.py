@@ -150,6 +150,11 @@ def test_scenarios_of_different_sizes_combine_padded_along_param(tmp_path):
     raw = small_config_dict(num_pairs=300)
     raw["optimizers"] = {"spsa": {}}
     del raw["cend_study"], raw["workers_study"], raw["budget_study"]
+    raw["scenarios"]["tune-64-ltc"] = {
+        "synthetic_tune": {"params": 64, "value": 100},
+        "noise": "LTC",
+        "rounding": "stochastic",
+    }
     config = resolve(raw)
     paths = []
     for scenario in ("mixed", "tune-16-stc", "tune-64-ltc"):

@@ -151,8 +151,8 @@ def test_full_grid_and_nested_overrides(env, tmp_path):
     assert {rule: counts[rule] for rule in expected} == {
         rule: 2 * n for rule, n in expected.items()
     }
-    # two unswept arms and nine sweeps, in 3 batch modes x 6 scenarios
-    assert expected["simulate"] == 2 * 3 * 6 and len(expected) == 1 + 9
+    # two unswept arms and nine sweeps, in 3 batch modes x 5 scenarios
+    assert expected["simulate"] == 2 * 3 * 5 and len(expected) == 1 + 9
     assert counts["schedule"] == 2 * 2  # two asynchronous modes x two seed chunks
     assert counts["validate_optimizers"] == 1
     ademamix = "results/runs/async-fixed/mixed/ademamix-lr-0p01/seeds-50-99.nc"

@@ -74,7 +74,7 @@ rule tuning_runs:
         "results/logs/tuning_runs.log",
     benchmark:
         "results/benchmarks/tuning_runs.tsv"
-    priority: -10
+    priority: 10
     conda:
         ENV
     threads: 1

@@ -149,11 +149,12 @@ def get_schedule(wildcards):
     return []
 
 
-# Priorities: the simulations (priority 0) go first. The jobs that need no run file
-# (validate_optimizers, tuning_runs and the studies: priority -10) start only when no
+# Priorities: tuning_runs (priority 10, one long job) starts first and the
+# simulations (priority 0) share the other cores with it. validate_optimizers and the
+# studies (priority -10), which need no run file either, start only when no
 # simulation is ready, so on a few cores they fill the cores `combine` (one job, which
-# waits for every run) leaves idle, instead of delaying it; on a cluster every ready job
-# is submitted anyway.
+# waits for every run) leaves idle instead of delaying it; on a cluster every ready
+# job is submitted anyway.
 
 # Resources (threads: 1 everywhere; every script is single-threaded numpy).
 # mem_mb and runtime (minutes) are what a cluster job is given, so they cover the
