@@ -135,7 +135,8 @@ def get_sweep_settings(arms):
 
 
 def sweep_rule_name(sweep):
-    return "simulate_sweep_" + re.sub(r"\W", "_", sweep)
+    identifier = re.sub(r"\W", "_", sweep)
+    return f"simulate_sweep_{identifier}"
 
 
 def get_schedule_settings(wildcards):
