@@ -42,6 +42,8 @@ import pytest
 import xarray as xr
 import yaml
 
+from spsa_bench.config.loader import STUDY_SECTIONS
+
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[1]
@@ -278,7 +280,8 @@ def variant(tmp_path_factory) -> Path:
     config["scenarios"] = {name: config["scenarios"][name] for name in SCENARIOS}
     config["optimizers"] = {name: {} for name in OPTIMIZERS}
     config["baseline"] = OPTIMIZERS[0]
-    config.pop("cend_study", None)  # its tune scenario is not among these
+    for key in STUDY_SECTIONS:  # the studies name scenarios and arms not among these
+        config.pop(key, None)
     path = tmp_path_factory.mktemp("config") / "variant.yaml"
     path.write_text(yaml.safe_dump(config, sort_keys=False))
     return path
