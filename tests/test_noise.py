@@ -193,6 +193,14 @@ def test_presets_are_the_published_figures():
     assert ltc["noise_model"] == "LTC" and ltc["noise_source"] == noise.PRESET_SOURCE
 
 
+@pytest.mark.parametrize("name", list(noise.PRESETS))
+def test_stored_preset_parameters_are_what_the_root_finder_gives(name):
+    """The stored (delta, tau) of a preset equal the solved ones to the last bit, so
+    storing them changes no result."""
+    assert noise._solve_calibration(*noise.PRESETS[name]) == noise.PRESET_PARAMETERS[name]
+    assert noise_model(name).parameters == noise.PRESET_PARAMETERS[name]
+
+
 @pytest.mark.parametrize(
     ("setting", "message"),
     [

@@ -65,7 +65,6 @@ import math
 from dataclasses import dataclass, fields
 
 import numpy as np
-from scipy.special import ndtri
 
 from spsa_bench.dispatch.schedule import Schedule, arrived_before_dispatch
 from spsa_bench.model import streams
@@ -373,6 +372,8 @@ def _expected_job_time(games: np.ndarray, lanes: np.ndarray, settings: AsyncSett
     Blends the mean lane load with the expected largest game (Blom's
     approximation); an error here costs time, never correctness.
     """
+    from scipy.special import ndtri  # here: scipy is slow to import, sync runs skip it
+
     mu, sigma = settings.duration_mu, settings.duration_sigma
     mean = math.exp(mu + 0.5 * sigma * sigma)
     games = games.astype(np.float64)

@@ -62,6 +62,14 @@ PRESET_SOURCE = (
     "draw rate and var(pair net)/2 at equal strength measured on real Fishtest SPSA tunes "
     "(STC 3 tunes, LTC 4, VLTC 1), as published with the original lab's later work"
 )
+#: ``(delta, tau)`` of each preset, as :func:`_solve_calibration` finds them (a test
+#: re-solves them and checks every bit). Stored so that a process playing a preset
+#: neither imports scipy's root finder (a third of a second) nor re-solves.
+PRESET_PARAMETERS: dict[str, tuple[float, float]] = {
+    "STC": (2.0436338404148655, 0.5430261081422347),
+    "LTC": (2.0889209520941905, 0.24683094522473767),
+    "VLTC": (2.130263173610974, 0.09108132120898943),
+}
 #: Largest pair-component scale (logistic units): 64-point Gauss-Hermite quadrature is
 #: exact to about 1e-12 up to there (the logistic's poles limit it as tau grows). It
 #: bounds the reachable within-pair correlation: about 0.26 at a draw rate of 0.775,
@@ -114,7 +122,17 @@ def _correlation(draw_rate: float, tau: float) -> float:
 
 @functools.lru_cache(maxsize=32)
 def _calibrate(draw_rate: float, sigma2: float) -> tuple[float, float]:
-    """``(delta, tau)`` hitting ``draw_rate`` and ``sigma2`` at equal strength."""
+    """``(delta, tau)`` hitting ``draw_rate`` and ``sigma2`` at equal strength (a
+    preset's from :data:`PRESET_PARAMETERS`)."""
+    for name, target in PRESETS.items():
+        if target == (draw_rate, sigma2):
+            return PRESET_PARAMETERS[name]
+    return _solve_calibration(draw_rate, sigma2)
+
+
+def _solve_calibration(draw_rate: float, sigma2: float) -> tuple[float, float]:
+    """:func:`_calibrate` by root finding: ``delta`` for the draw rate, then ``tau`` for
+    the within-pair correlation ``sigma2 / (1 - draw_rate) - 1``."""
     if not 0.0 < draw_rate < 1.0:
         raise NoiseError(f"draw_rate = {draw_rate!r}: must be in (0, 1)")
     correlation = sigma2 / (1.0 - draw_rate) - 1.0
