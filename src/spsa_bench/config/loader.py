@@ -696,6 +696,15 @@ def resolve(raw: dict, base_dir: str | Path | None = None) -> Config:
     from (:func:`load_config` passes the config file's; default: the working directory).
     """
     validate_raw(raw)
+    return resolve_checked(raw, base_dir)
+
+
+def resolve_checked(raw: dict, base_dir: str | Path | None = None) -> Config:
+    """:func:`resolve` without the schema pass, for a ``raw`` that is a resolved
+    configuration's ``resolved`` with values the schema already allows changed (a budget
+    study's budget, checked against the same limits in its own section): a budget study
+    re-resolves the configuration once per budget, and the schema pass is most of the
+    cost of loading a configuration. Every check beyond the schema still runs."""
     base_dir = None if base_dir is None else Path(base_dir)
     data = copy.deepcopy(raw)
     for key, value in DEFAULTS.items():

@@ -57,7 +57,7 @@ from spsa_bench.config.loader import (
     OptimizerArm,
     check_arm_settings,
     expand_sweeps,
-    resolve,
+    resolve_checked,
 )
 from spsa_bench.engine.cend_study import known
 from spsa_bench.engine.tuning import held_out_seeds, pick_settings
@@ -129,9 +129,9 @@ def budget_config(config: Config, num_pairs: int, where: str = STUDY_KEY) -> Con
         for key, value in config.resolved.items()
         if key not in STUDY_SECTIONS and key != "games"
     }
-    raw["num_pairs"] = int(num_pairs)
+    raw["num_pairs"] = int(num_pairs)  # within the schema's limits: the study's own entry
     try:
-        return resolve(raw)
+        return resolve_checked(raw)
     except ConfigError as error:
         raise ConfigError(f"{where}: at a budget of {num_pairs:,} pairs: {error}") from None
 
