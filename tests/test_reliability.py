@@ -690,8 +690,13 @@ def test_no_eval_or_exec_of_configuration_text_anywhere():
         if UNSAFE.search(line)
     ]
     assert found == []
-    safe_source = (REPO / "src" / "spsa_bench" / "config" / "safe_yaml.py").read_text()
-    assert "class _UniqueKeyLoader(yaml.SafeLoader)" in safe_source
+    from spsa_bench.config.safe_yaml import _UniqueKeyLoader
+
+    constructors = [c for c in _UniqueKeyLoader.__mro__ if c.__name__.endswith("Constructor")]
+    assert yaml.constructor.SafeConstructor in constructors
+    assert not {yaml.constructor.FullConstructor, yaml.constructor.UnsafeConstructor} & set(
+        constructors
+    )
     loader_source = (REPO / "src" / "spsa_bench" / "config" / "loader.py").read_text()
     assert "safe_yaml.load_file(path)" in loader_source
 
