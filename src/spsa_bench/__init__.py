@@ -19,12 +19,6 @@ The public API is importable from here and loaded on first use, so importing
 from __future__ import annotations
 
 from importlib import import_module
-from importlib.metadata import PackageNotFoundError, version
-
-try:
-    __version__ = version("spsa-bench")
-except PackageNotFoundError:  # running from a source tree that is not installed
-    __version__ = "0+unknown"
 
 #: public name -> the module it lives in (imported when the name is first used)
 _PUBLIC = {
@@ -38,7 +32,21 @@ _PUBLIC = {
 __all__ = ["__version__", *_PUBLIC]
 
 
+def _version() -> str:
+    """The installed distribution's version (importlib.metadata is loaded only when asked:
+    it costs a whole simulate job 40 ms)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("spsa-bench")
+    except PackageNotFoundError:  # running from a source tree that is not installed
+        return "0+unknown"
+
+
 def __getattr__(name: str):
+    if name == "__version__":
+        globals()[name] = value = _version()
+        return value
     if name in _PUBLIC:
         value = getattr(import_module(_PUBLIC[name]), name)
         globals()[name] = value

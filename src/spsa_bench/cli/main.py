@@ -17,7 +17,6 @@ import os
 import sys
 import warnings
 
-from spsa_bench import __version__
 from spsa_bench.cli import (
     bench,
     budget,
@@ -40,6 +39,19 @@ COMMANDS = (
 )  # fmt: skip
 
 
+class _Version(argparse.Action):
+    """``--version``: prints the installed version, looked up only when asked."""
+
+    def __init__(self, option_strings, dest, **kwargs):
+        super().__init__(option_strings, dest, nargs=0, help="print the version and exit")
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        import spsa_bench
+
+        print(f"spsa-bench {spsa_bench.__version__}")
+        parser.exit()
+
+
 class OneLineParser(argparse.ArgumentParser):
     """An argument error is one line naming the flag (and exit 2), not usage plus error."""
 
@@ -53,7 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Reproducible, vectorized benchmark of SPSA-family optimizers for "
         "Fishtest-style tuning.",
     )
-    parser.add_argument("--version", action="version", version=f"spsa-bench {__version__}")
+    parser.add_argument("--version", action=_Version)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for command in COMMANDS:
         command.add_parser(sub)

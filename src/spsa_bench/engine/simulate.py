@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
-import xarray as xr
 
 from spsa_bench import optimizers
 from spsa_bench.config.derived import check_gains
@@ -27,7 +27,9 @@ from spsa_bench.model.bowl import ParamTable, Problem, build_problem
 from spsa_bench.model.developer import DeveloperView
 from spsa_bench.model.instances import TruthPrior, draw_instances
 from spsa_bench.model.noise import OUTCOMES, VENDORED, NoiseModel, noise_model
-from spsa_bench.results.datasets import NAN_WHERE_NOT_APPLICABLE, run_dataset
+
+if TYPE_CHECKING:  # xarray is imported only once a run is built (see cli.simulate)
+    import xarray as xr
 
 
 def make_problem(
@@ -212,6 +214,8 @@ def simulate(
     progress: Callable[[int, int], None] | None = None,
 ) -> xr.Dataset:
     """Run one optimizer arm on one batch mode and scenario for ``seeds``."""
+    from spsa_bench.results.datasets import run_dataset
+
     arm = config.optimizer(optimizer)
     mode = config.batch_mode(batch_mode)
     seeds = list(seeds)
@@ -267,6 +271,8 @@ def check_finite_run(dataset: xr.Dataset, label: str) -> None:
     """Refuse a run holding a non-finite number (a NaN only where
     :data:`spsa_bench.results.datasets.NAN_WHERE_NOT_APPLICABLE`),
     so no infinity or stray NaN is ever written; the message names variable and seed."""
+    from spsa_bench.results.datasets import NAN_WHERE_NOT_APPLICABLE
+
     for name, variable in dataset.variables.items():
         if variable.dtype.kind not in "fc":
             continue

@@ -141,6 +141,8 @@ class Registry(Mapping[str, OptimizerSpec]):
         return self._rows
 
     def __getitem__(self, kind: str) -> OptimizerSpec:
+        if self._rows is None and kind in self._built_ins:
+            return self._built_ins[kind]  # no plugin may take a built-in kind: no scan yet
         return self._table()[kind]
 
     def __iter__(self) -> Iterator[str]:
