@@ -11,12 +11,13 @@ from spsa_bench.results.atomic import write_atomic
 from spsa_bench.results.datasets import open_run
 
 
-@pytest.fixture(scope="module")
-def run_file(tmp_path_factory):
+@pytest.fixture(scope="module", params=[True, False], ids=["compressed", "uncompressed"])
+def run_file(tmp_path_factory, request):
+    """A run written compressed (as benchmark.nc is) and uncompressed (as run files are)."""
     config = resolve(small_config_dict(num_pairs=400))
     ds = simulate(config, optimizer="spsa", batch_mode="sync", scenario="mixed", seeds=[0, 1])
     path = tmp_path_factory.mktemp("run") / "run.nc"
-    write_atomic(ds, path)
+    write_atomic(ds, path, compress=request.param)
     return ds, path
 
 

@@ -78,7 +78,7 @@ def run_cell(config, arm: str, w, first: int, last: int, schedule, output: str) 
         rule_command(snakemake.rule, dict(w.items()) | {"optimizer": arm}),
         when=ds.attrs["created"],
     )
-    write_atomic(ds, output)
+    write_atomic(ds, output, compress=False)
     loss = ds["elo_loss"].isel(pairs=-1)
     print(
         f"{arm}/{w.batch_mode}/{w.scenario} seeds {first}-{last}: final Elo loss "

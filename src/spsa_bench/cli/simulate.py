@@ -36,7 +36,6 @@ def add_parser(sub) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from spsa_bench.engine.simulate import simulate
-    from spsa_bench.results.atomic import write_atomic
 
     check_output(args)
     config = load(args)
@@ -56,7 +55,9 @@ def run(args: argparse.Namespace) -> int:
         seeds=chosen,
         progress=Progress(label, args.quiet),
     )
-    path = write_atomic(ds, args.output)
+    from spsa_bench.results.atomic import write_atomic
+
+    path = write_atomic(ds, args.output, compress=False)
     if not args.quiet:
         loss = ds["elo_loss"].isel(pairs=-1)
         gap = float(ds["elo_loss"].isel(pairs=0).mean())  # per-seed instances differ
