@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from spsa_bench.cli.common import add_config, bounded_int, check_run_memory, load, pick
 from spsa_bench.config.limits import MAX_SEEDS
@@ -37,6 +38,14 @@ def add_parser(sub) -> None:
         default=100,
         help="seeds of the tune-size rows (synthetic Stockfish tunes of 4, 64 and 512 int "
         "parameters, stochastic rounding); 0 skips them (default: 100)",
+    )
+    p.add_argument(
+        "--lab",
+        type=Path,
+        metavar="CHECKOUT",
+        help="a checkout of the original lab (ppigazzini/fishtest-spsa-lab): its per-seed "
+        "time is measured in this run for the whole-process speed-up (default: the recorded "
+        "0.13 s)",
     )
     p.add_argument(
         "--repeats",
@@ -81,5 +90,6 @@ def run(args: argparse.Namespace) -> int:
         noise=noise_model(args.noise) if args.noise else None,
         tune_seeds=args.tune_seeds,
         pool_workers=args.pool_workers,
+        lab=args.lab,
     )
     return 0

@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from spsa_bench.config.loader import Config
+from spsa_bench.config.loader import Config, ConfigError
 from spsa_bench.engine.simulate import (
     make_noise,
     make_problem,
@@ -107,6 +107,7 @@ def run_bench(
     noise: NoiseModel | None = None,
     tune_seeds: int = 0,
     pool_workers: int = 0,
+    lab: Path | None = None,
 ) -> list[dict]:
     """The timing table (module docstring), the whole-process row, the Fishtest pool
     row of :func:`pool_row` when ``pool_workers`` > 0, and the tune-size rows of
@@ -146,6 +147,7 @@ def run_bench(
         n_seeds=max(seed_counts),
         repeats=repeats,
         out=out,
+        lab=lab,
     )
     rows.append({"batch_mode": batch_mode, "optimizer": optimizer, "whole_process": True, **row})
     if pool_workers:
@@ -284,8 +286,46 @@ def pool_row(config: Config, *, scenario: str, repeats: int = 5, out=None, **row
 
 
 #: Seconds the original lab's per-seed loop takes for one seed (sync, spsa, 30,000
-#: pairs), as measured when this benchmark was written (docs/benchmark.md).
+#: pairs), as measured when this benchmark was written (docs/benchmark.md); used when
+#: no ``--lab`` checkout is given to measure it in the same run.
 LAB_SEED_S = 0.13
+
+#: Run by :func:`lab_seed_seconds` in a fresh interpreter: the original lab's own
+#: runner (ppigazzini/fishtest-spsa-lab, ``simulator/runner.py``) on its default
+#: problem, one seed at a time, printing the median seconds per seed.
+_LAB_TIMER = """
+import statistics, sys, time
+sys.path.insert(0, sys.argv[1])
+from fishtest_spsa_lab.simulator.config import SPSAConfig
+from fishtest_spsa_lab.simulator.runner import SpsaRunner
+num_pairs, batch_size, repeats = map(int, sys.argv[2:5])
+seconds = []
+for seed in range(repeats):
+    config = SPSAConfig(optimizer="spsa", seed=seed, num_pairs=num_pairs, batch_size=batch_size)
+    start = time.perf_counter()
+    SpsaRunner(config).run()
+    seconds.append(time.perf_counter() - start)
+print(statistics.median(seconds))
+"""
+
+
+def lab_seed_seconds(lab: Path, *, num_pairs: int, batch_size: int, repeats: int) -> float:
+    """Median seconds per seed of the original lab's synchronous SPSA runner, run from the
+    checkout ``lab`` (its ``src`` folder is put on the path; nothing is installed)."""
+    source = Path(lab) / "src"
+    if not (source / "fishtest_spsa_lab" / "simulator" / "runner.py").is_file():
+        raise ConfigError(
+            f"--lab {lab}: no src/fishtest_spsa_lab/simulator/runner.py there (give a "
+            "checkout of ppigazzini/fishtest-spsa-lab)"
+        )
+    command = [sys.executable, "-c", _LAB_TIMER, str(source), str(num_pairs), str(batch_size)]
+    done = subprocess.run([*command, str(repeats)], capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise RuntimeError(f"--lab {lab}: the lab's runner failed: {last}")
+    return float(done.stdout.strip().splitlines()[-1])
+
+
 #: Target speed-up of a whole ``spsa-bench simulate`` process over the lab's loop.
 WHOLE_PROCESS_TARGET = 150.0
 
@@ -299,11 +339,22 @@ def whole_process(
     n_seeds: int,
     repeats: int = 5,
     out=None,
+    lab: Path | None = None,
 ) -> dict:
     """Median wall time of a whole ``spsa-bench simulate`` process of ``n_seeds`` seeds
-    (``config`` given to it as a file), with its imports alone (``import spsa_bench.cli.simulate``) and the speed-up
-    ``n_seeds * LAB_SEED_S / seconds``."""
+    (``config`` given to it as a file), with its imports alone (``import
+    spsa_bench.cli.simulate``) and the speed-up ``n_seeds * lab_seed_s / seconds``:
+    ``lab_seed_s`` measured in this run from the lab checkout ``lab`` (same pairs and
+    batch size), else the recorded :data:`LAB_SEED_S`."""
     out = out or sys.stdout
+    if lab is None:
+        lab_seed_s, lab_source = LAB_SEED_S, "recorded"
+    else:
+        mode = config.batch_mode(batch_mode)
+        lab_seed_s = lab_seed_seconds(
+            lab, num_pairs=config.num_pairs, batch_size=mode.batch_size, repeats=repeats
+        )
+        lab_source = "measured now"
     spsa_bench = [sys.executable, "-m", "spsa_bench"]
     seeds = f"0-{n_seeds - 1}"
     with tempfile.TemporaryDirectory() as folder:
@@ -317,12 +368,13 @@ def whole_process(
         import_s = statistics.median(_timed(imports)[0] for _ in range(repeats))
     total_s = statistics.median(wall for wall, _ in runs)
     cpu_s = statistics.median(cpu for _, cpu in runs)
-    speedup = n_seeds * LAB_SEED_S / total_s
+    speedup = n_seeds * lab_seed_s / total_s
     met = "met" if speedup >= WHOLE_PROCESS_TARGET else "NOT met"
     print(
         f"whole process: spsa-bench simulate {optimizer} {batch_mode} {scenario}, R = {n_seeds}: "
         f"{total_s:.3f} s (cpu {cpu_s:.3f} s, imports {import_s:.3f} s), median of {repeats}; "
-        f"{speedup:.0f}x the lab's {LAB_SEED_S} s per seed (target >= {WHOLE_PROCESS_TARGET:.0f}x: {met})",
+        f"{speedup:.0f}x the lab's {lab_seed_s:.3f} s per seed ({lab_source}; target >= "
+        f"{WHOLE_PROCESS_TARGET:.0f}x: {met})",
         file=out,
         flush=True,
     )
@@ -331,6 +383,7 @@ def whole_process(
         "total_s": total_s,
         "cpu_s": cpu_s,
         "import_s": import_s,
+        "lab_seed_s": lab_seed_s,
         "speedup": speedup,
     }
 
