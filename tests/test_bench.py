@@ -1,10 +1,13 @@
 """engine/bench.py: the whole-process row runs a real `spsa-bench simulate` (no timing asserted)."""
 
 import io
+from pathlib import Path
 
+import pytest
+import yaml
 from conftest import small_config_dict
 
-from spsa_bench.config.loader import resolve
+from spsa_bench.config.loader import ConfigError, resolve
 from spsa_bench.engine import bench
 
 
@@ -57,3 +60,59 @@ def test_pool_row_times_a_fishtest_pool():
     assert (row["workers"], row["seeds"], row["num_pairs"]) == (7, 2, 300)
     assert row["replay_s"] > 0 and row["schedule_s"] > 0
     assert "Fishtest pool: spsa mixed, 7 workers" in out.getvalue()
+
+
+def test_whole_process_row_runs_a_configuration_with_sweeps_and_a_tuning_section(
+    default_config_path,
+):
+    """The simulate process reads the resolved configuration without the studies: a
+    tuning section names sweeps, which the resolved arms no longer are."""
+    raw = yaml.safe_load(default_config_path.read_text())
+    raw["num_pairs"] = 360
+    config = resolve(raw)
+    assert "tuning" in config.resolved and any(arm.sweep for arm in config.optimizers.values())
+    row = bench.whole_process(
+        config, optimizer="spsa", batch_mode="sync", scenario="calibrated", n_seeds=2,
+        repeats=1, out=io.StringIO(),
+    )  # fmt: skip
+    assert row["seeds"] == 2 and row["total_s"] > 0
+
+
+def _fake_lab(root: Path, seconds: float) -> Path:
+    """A checkout laid out like the lab's whose runner takes ``seconds`` per seed."""
+    package = root / "src" / "fishtest_spsa_lab" / "simulator"
+    package.mkdir(parents=True)
+    for folder in (package.parent, package):
+        (folder / "__init__.py").write_text("")
+    (package / "config.py").write_text(
+        "class SPSAConfig:\n    def __init__(self, **settings):\n        self.settings = settings\n"
+    )
+    (package / "runner.py").write_text(
+        "import time\n\nclass SpsaRunner:\n    def __init__(self, config):\n"
+        "        assert config.settings['batch_size'] == 36, config.settings\n"
+        f"    def run(self):\n        time.sleep({seconds})\n"
+    )
+    return root
+
+
+def test_lab_time_is_measured_in_the_same_run_from_a_checkout(tmp_path):
+    lab = _fake_lab(tmp_path / "lab", 0.05)
+    seconds = bench.lab_seed_seconds(lab, num_pairs=360, batch_size=36, repeats=3)
+    assert 0.05 <= seconds < 0.5  # the fake runner sleeps 0.05 s per seed
+    config = resolve(small_config_dict(num_pairs=360))
+    row = bench.whole_process(
+        config, optimizer="spsa", batch_mode="sync", scenario="mixed", n_seeds=2, repeats=1,
+        out=io.StringIO(), lab=lab,
+    )  # fmt: skip
+    assert row["lab_seed_s"] >= 0.05 and row["speedup"] == 2 * row["lab_seed_s"] / row["total_s"]
+
+
+def test_a_folder_that_is_not_the_lab_is_refused_naming_the_flag(tmp_path):
+    with pytest.raises(ConfigError, match="--lab .*fishtest-spsa-lab"):
+        bench.lab_seed_seconds(tmp_path, num_pairs=360, batch_size=36, repeats=1)
+    broken = _fake_lab(tmp_path / "broken", 0.0)
+    (broken / "src" / "fishtest_spsa_lab" / "simulator" / "runner.py").write_text(
+        "raise OSError('no')\n"
+    )
+    with pytest.raises(RuntimeError, match="the lab's runner failed: OSError: no"):
+        bench.lab_seed_seconds(broken, num_pairs=360, batch_size=36, repeats=1)

@@ -250,16 +250,14 @@ def pool_row(config: Config, *, scenario: str, repeats: int = 5, out=None, **row
     fishtest`` at STC) of ``workers`` workers, ``seeds`` seeds and ``num_pairs`` pairs
     (:data:`POOL_ROW` by default): the medians of ``repeats``; the replay should take
     under :data:`POOL_TARGET_S` on one core."""
-    from spsa_bench.config.loader import STUDY_SECTIONS, resolve
+    from spsa_bench.config.loader import resolve
 
     out = out or sys.stdout
     row = {**POOL_ROW, **row}
-    raw = json.loads(config.to_json())
+    raw = simulate_only(config)
     raw.pop("games", None)
     raw.update(num_pairs=row["num_pairs"], seeds={"first": 0, "count": row["seeds"]})
     raw["batch_modes"] = {"pool": {"workers": row["workers"], "batch": "fishtest", "tc": "STC"}}
-    for key in STUDY_SECTIONS:  # they name the grid's modes, which the pool replaces
-        raw.pop(key, None)
     pool_config = resolve(raw)
     mode, seeds = pool_config.batch_mode("pool"), np.arange(row["seeds"])
     problem = make_problem(pool_config, scenario, seeds)
@@ -359,7 +357,7 @@ def whole_process(
     seeds = f"0-{n_seeds - 1}"
     with tempfile.TemporaryDirectory() as folder:
         config_path = Path(folder) / "config.yaml"
-        config_path.write_text(yaml.safe_dump(json.loads(config.to_json())))
+        config_path.write_text(yaml.safe_dump(simulate_only(config)))
         cell = ["--optimizer", optimizer, "--batch-mode", batch_mode, "--scenario", scenario]
         command = [*spsa_bench, "simulate", "--config", str(config_path), *cell]
         command += ["--seeds", seeds, "--quiet", "--output", str(Path(folder) / "run.nc")]
@@ -386,6 +384,17 @@ def whole_process(
         "lab_seed_s": lab_seed_s,
         "speedup": speedup,
     }
+
+
+def simulate_only(config: Config) -> dict:
+    """``config`` resolved, as a file's content, without its optional studies: they name
+    sweeps, which the resolved arms no longer are (and no simulate job reads them)."""
+    from spsa_bench.config.loader import STUDY_SECTIONS
+
+    raw = json.loads(config.to_json())
+    for key in STUDY_SECTIONS:
+        raw.pop(key, None)
+    return raw
 
 
 def _timed(command: list[str]) -> tuple[float, float]:
