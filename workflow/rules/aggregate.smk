@@ -107,7 +107,7 @@ rule tuned:
         ENV
     threads: 1
     resources:
-        mem_mb=report_mem_mb,
+        mem_mb=tuned_mem_mb,
         runtime=report_runtime,
     script:
         "../scripts/tuned.py"

@@ -159,9 +159,12 @@ def get_schedule(wildcards):
 
 # Resources (threads: 1 everywhere; every script is single-threaded numpy).
 # mem_mb and runtime (minutes) are what a cluster job is given, so they cover the
-# script AND what a SLURM job runs beside it. The formulas come from measured peak
-# RSS and wall times with a margin of about 1.3-1.5 on memory and several times on
-# time; docs/cluster.md has the measurements.
+# script AND what a SLURM job runs beside it. The memory formulas are fitted to the
+# peak RSS that results/benchmarks/ recorded for three runs (the default grid at 100
+# seeds, the design-card grid at 100 and at 1000 seeds) and ask 1.3 times the fit
+# plus JOB_OVERHEAD_MB: 1.2-1.5 times the measured peak plus the SLURM overhead for
+# every rule of the three runs. Times are several times what was measured.
+# docs/cluster.md has the measurements and the table.
 
 # Beside the script, a SLURM job holds two Snakemake processes (the job step and
 # the one it starts under srun, about 140 MB each) and srun: 285-290 MB measured.
@@ -173,16 +176,17 @@ def seed_pairs(wildcards):
 
 
 def simulate_mem_mb(wildcards):
-    """simulate and schedule: about 140 MB of libraries plus up to 30 bytes per
-    seed x pair (measured: 186 MB at 100 seeds x 30,000 pairs, 996 MB at 1000;
-    async-variable, the most); allowed 150 MB plus 40 bytes."""
+    """simulate (a sweep's job too: its arms run one after another): about 140 MB of
+    libraries plus up to 30 bytes per seed x pair (measured at most 218 MB at 100
+    seeds x 30,000 pairs, 948 MB at 1000; async-variable, the most); allowed 150 MB
+    plus 40 bytes."""
     return JOB_OVERHEAD_MB + 150 + seed_pairs(wildcards) // 25_000
 
 
 def simulate_runtime(wildcards):
-    """simulate and schedule: up to 0.7 us per seed x pair measured (19 s for
-    1000 x 30,000 with ademamix, async-variable) plus ~2 s of start-up; allowed
-    3 us plus two minutes (Python start-up on a network file system can be slow)."""
+    """simulate and schedule: up to 0.4 us per seed x pair measured (11 s for
+    1000 x 30,000 on async-variable) plus about 1 s of start-up; allowed 3 us plus
+    two minutes (Python start-up on a network file system can be slow)."""
     return 2 + seed_pairs(wildcards) // 20_000_000
 
 
@@ -228,17 +232,25 @@ def parameter_points():
     return trajectory_points() * params
 
 
+def fitted(megabytes):
+    """A request: the fitted peak RSS (MB) times 1.3 plus the SLURM job's overhead."""
+    return JOB_OVERHEAD_MB + int(1.3 * megabytes)
+
+
 def schedule_mem_mb(wildcards):
-    """schedule: about 104 MB plus 20 bytes per seed x pair (measured 164 MB at 100
-    seeds x 30,000 pairs, 702 MB at 1000); allowed 1.3 times that."""
-    return JOB_OVERHEAD_MB + int(1.3 * (104 + seed_pairs(wildcards) * 20 / 1e6))
+    """schedule: about 104 MB plus 20 bytes per seed x pair (measured 165 MB at 100
+    seeds x 30,000 pairs, 606-702 MB at 1000)."""
+    return fitted(104 + seed_pairs(wildcards) * 20 / 1e6)
 
 
 def combine_mem_mb(wildcards):
-    """The streaming combine: about 350 MB plus 2.5 bytes per parameter point (measured
-    407 MB for the default benchmark's 24 million points, 965 MB at 1000 seeds);
-    allowed 1.3 times that."""
-    return JOB_OVERHEAD_MB + int(1.3 * (350 + parameter_points() * 2.5 / 1e6))
+    """The streaming combine: about 280 MB, 0.5 MB per run file and 4.9 kB per cell x
+    seed (the per-seed variables of the whole grid and one cell's trajectories), the
+    plane through its three measurements: 400 MB for 120 files of 100 seeds, 925 MB
+    for 120 of 1000, 1,066 MB for the default grid's 795 of 100 (101 checkpoints, at
+    most 22 parameters)."""
+    files = grid_cells() * len(CHUNKS)
+    return fitted(282 + 0.5 * files + grid_cells() * BENCH.seeds_count * 0.0049)
 
 
 def combine_runtime(wildcards):
@@ -247,10 +259,22 @@ def combine_runtime(wildcards):
 
 
 def report_mem_mb(wildcards):
-    """tables and the figures of benchmark.nc load the loss trajectories only: about
-    245 MB plus 17 bytes per trajectory point (measured at most 251 MB for the default
-    benchmark's 1.1 million points, 427 MB at 1000 seeds); allowed 1.3 times that."""
-    return JOB_OVERHEAD_MB + int(1.3 * (245 + trajectory_points() * 17 / 1e6))
+    """tables and sensitivity load the loss trajectories: about 165 MB plus 26 bytes
+    per trajectory point (measured 197 MB at 1.2 million points, 379 MB at 8.0 million,
+    483 MB at 12.1 million)."""
+    return fitted(165 + trajectory_points() * 26 / 1e6)
+
+
+def figures_mem_mb(wildcards):
+    """The figures of benchmark.nc and the ranking: about 220 MB plus 14 bytes per
+    trajectory point (measured at most 264, 303 and 409 MB at 1.2, 8.0 and 12.1
+    million points)."""
+    return fitted(220 + trajectory_points() * 14 / 1e6)
+
+
+def tuned_mem_mb(wildcards):
+    """The tuned table: 236 MB measured at 8.0 million trajectory points."""
+    return fitted(200 + trajectory_points() * 4.5 / 1e6)
 
 
 def report_runtime(wildcards):
@@ -258,10 +282,11 @@ def report_runtime(wildcards):
 
 
 def async_figures_mem_mb(wildcards):
-    """All schedules at once: 249 MB measured at 100 seeds, 740 MB at 1000 (two
-    asynchronous modes, 30,000 pairs), about 9 bytes per seed x pair and mode."""
+    """All schedules at once: 256 MB measured at 100 seeds, 675 MB at 1000 (two
+    asynchronous modes, 30,000 pairs): about 210 MB plus 7.8 bytes per seed x pair
+    and mode."""
     seed_pairs_all = len(ASYNC_MODES) * BENCH.seeds_count * BENCH.num_pairs
-    return JOB_OVERHEAD_MB + 250 + seed_pairs_all // 75_000
+    return fitted(210 + seed_pairs_all * 7.8 / 1e6)
 
 
 def async_figures_runtime(wildcards):
@@ -380,9 +405,9 @@ def get_tuning_settings():
 
 
 def tuning_runs_mem_mb(wildcards):
-    """One simulation of the tuning seeds at a time."""
+    """One simulation of the tuning seeds at a time: 87-150 MB measured at 20 seeds."""
     seeds = TUNING["seeds"]["count"]
-    return JOB_OVERHEAD_MB + 300 + seeds * BENCH.num_pairs // 25_000
+    return fitted(100 + seeds * BENCH.num_pairs * 40 / 1e6)
 
 
 def tuning_runs_runtime(wildcards):
@@ -399,10 +424,11 @@ def get_workers_study_settings():
 
 def workers_study_mem_mb(wildcards):
     """One simulation of the study's seeds at a time at its largest pool (slots of
-    seeds x workers x parameters), plus its results."""
+    seeds x workers x parameters), plus its results: 204-268 MB measured at 100 seeds.
+    """
     study = WORKERS_STUDY["workers_study"]
-    slots = BENCH.seeds_count * max(study["workers"]) * 64 * 8 * 4 // 1_000_000
-    return JOB_OVERHEAD_MB + 300 + slots + BENCH.seeds_count * BENCH.num_pairs // 25_000
+    slots = BENCH.seeds_count * max(study["workers"]) * 64 * 8 * 4 / 1e6
+    return fitted(120 + slots + BENCH.seeds_count * BENCH.num_pairs * 30 / 1e6)
 
 
 def workers_study_runtime(wildcards):
@@ -418,9 +444,10 @@ def get_cend_study_settings():
 
 
 def cend_study_mem_mb(wildcards):
-    """One simulation of the study's seeds at a time, plus its (arm, c_end, seed) results."""
+    """One simulation of the study's seeds at a time, plus its (arm, c_end, seed) results:
+    206-213 MB measured at 100 seeds x 30,000 pairs."""
     pairs = BENCH.seeds_count * BENCH.num_pairs
-    return JOB_OVERHEAD_MB + 300 + pairs // 25_000
+    return fitted(150 + pairs * 30 / 1e6)
 
 
 def cend_study_runtime(wildcards):
@@ -447,12 +474,13 @@ def _budget_study_runs():
 
 
 def budget_study_mem_mb(wildcards):
-    """One simulation at a time at the largest budget, on the test or the tuning seeds."""
+    """One simulation at a time at the largest budget, on the test or the tuning seeds:
+    320-394 MB measured at 100 seeds x 300,000 pairs (7 bytes per seed x pair)."""
     from spsa_bench.engine.budget_study import study_settings
 
     study = study_settings(BENCH)
     seeds = max(BENCH.seeds_count, len(study.tuning_seeds or ()))
-    return JOB_OVERHEAD_MB + 300 + seeds * max(study.num_pairs) // 25_000
+    return fitted(150 + seeds * max(study.num_pairs) * 7 / 1e6)
 
 
 def budget_study_runtime(wildcards):

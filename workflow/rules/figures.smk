@@ -33,7 +33,7 @@ rule convergence_figures:
         ENV
     threads: 1
     resources:
-        mem_mb=report_mem_mb,
+        mem_mb=figures_mem_mb,
         runtime=report_runtime,
     params:
         targets=list(BENCH.targets),
@@ -71,7 +71,7 @@ rule comparison_figures:
         ENV
     threads: 1
     resources:
-        mem_mb=report_mem_mb,
+        mem_mb=figures_mem_mb,
         runtime=report_runtime,
     params:
         baseline=BENCH.baseline,
@@ -154,7 +154,7 @@ rule ranking:
         ENV
     threads: 1
     resources:
-        mem_mb=report_mem_mb,
+        mem_mb=figures_mem_mb,
         runtime=report_runtime,
     params:
         targets=list(BENCH.targets),

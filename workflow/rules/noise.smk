@@ -20,7 +20,7 @@ rule noise_figure:
         ENV
     threads: 1
     resources:
-        mem_mb=600,
+        mem_mb=JOB_OVERHEAD_MB + 120,  # 84-160 MB measured
         runtime=5,
     params:
         settings=get_noise_settings(),
