@@ -22,14 +22,18 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 STAMPED = ("created", "history")
 
 
+def _two_arm_config():
+    raw = small_config_dict(num_pairs=400)
+    raw["optimizers"] = {"spsa": {}, "sf-sgd": {}}
+    del raw["workers_study"]  # its arms are not among these
+    return resolve(raw)
+
+
 @pytest.fixture(scope="module")
 def run_files(tmp_path_factory):
     """Two arms (sgd-like spsa and schedule-free, which has extra state) x sync and
     async-fixed, seeds in two chunks; the sf-sgd arm has no async-fixed cell (NaN)."""
-    raw = small_config_dict(num_pairs=400)
-    raw["optimizers"] = {"spsa": {}, "sf-sgd": {}}
-    del raw["workers_study"]  # its arms are not among these
-    config = resolve(raw)
+    config = _two_arm_config()
     out = tmp_path_factory.mktemp("stream")
     paths = []
     for arm, mode in (("spsa", "sync"), ("spsa", "async-fixed"), ("sf-sgd", "sync")):
@@ -173,3 +177,40 @@ def test_scenarios_of_different_sizes_combine_padded_along_param(tmp_path):
     groups = back["param_group"].sel(scenario="tune-16-stc").values
     assert list(groups[16:]) == [""] * 48 and groups[0] == "p00"
     assert back["w_true"].sel(scenario="tune-64-ltc").notnull().all()
+
+
+def test_tables_read_lazily_one_cell_at_a_time_equal_the_loaded_ones(run_files, tmp_path):
+    """The workflow's tables open benchmark.nc lazily and read one cell's
+    trajectories at a time; every number equals the one computed from the loaded file
+    (the grid has a missing cell: sf-sgd never ran async-fixed)."""
+    import pandas as pd
+
+    from spsa_bench.analysis import relaxation, stats, tables
+
+    path = tmp_path / "benchmark.nc"
+    stream_benchmark(run_files, path)
+    variables = ["elo_loss", *tables.SCHEDULE_VARIABLES]
+    loaded, lazy = open_benchmark(path, variables), open_benchmark(path, variables, lazy=True)
+    assert lazy["elo_loss"].variable._in_memory is False  # the data stays on disk
+    targets = [0.5, 0.8]
+    hits = tables.hits_to_targets(loaded, targets)
+    assert hits.dims == ("target", *[d for d in loaded["elo_loss"].dims if d != "pairs"])
+    xr.testing.assert_identical(tables.hits_to_targets(lazy, targets), hits)
+    whole = loaded["elo_loss"].transpose(..., "pairs")  # the whole grid at once, as a check
+    for row, fraction in enumerate(targets):
+        start = whole.isel(pairs=0).values
+        expected = stats.first_hit(whole.values, whole["pairs"].values, (1 - fraction) * start)
+        got = hits.isel(target=row).transpose(*whole.dims[:-1]).values
+        np.testing.assert_array_equal(got, expected)
+    assert np.isnan(hits.sel(optimizer="sf-sgd", batch_mode="async-fixed")).all()
+    frames = [
+        tables.convergence_table(
+            ds,
+            baseline="spsa",
+            targets=targets,
+            relaxation=relaxation.relaxation_table(ds, config=_two_arm_config()),
+        )
+        for ds in (loaded, lazy)
+    ]
+    pd.testing.assert_frame_equal(*frames)
+    assert frames[0]["n_seeds"].tolist() == [5, 5, 5]  # three cells ran, one did not

@@ -17,7 +17,7 @@ from spsa_bench.results.atomic import atomic_write  # noqa: E402
 from spsa_bench.results.combine import open_benchmark  # noqa: E402
 
 out = snakemake.output
-ds = open_benchmark(snakemake.input.benchmark, ["elo_loss"])
+ds = open_benchmark(snakemake.input.benchmark, ["elo_loss"], lazy=True)  # final losses only
 sweeps = {
     name: [(arm, dict(swept)) for arm, swept in arms]
     for name, arms in snakemake.params.sweeps.items()

@@ -14,7 +14,8 @@ from spsa_bench.results.atomic import atomic_write  # noqa: E402
 from spsa_bench.results.combine import open_benchmark  # noqa: E402
 
 out, baseline, targets = snakemake.output, snakemake.params.baseline, snakemake.params.targets
-ds = open_benchmark(snakemake.input[0], ["elo_loss", *tables.SCHEDULE_VARIABLES])
+# lazily: the trajectories are read one cell at a time (memory independent of the grid)
+ds = open_benchmark(snakemake.input[0], ["elo_loss", *tables.SCHEDULE_VARIABLES], lazy=True)
 
 # predicted need and relaxation per cell, from the configuration benchmark.nc records
 relax = relaxation.relaxation_table(ds)

@@ -23,7 +23,7 @@ Sweeps = Mapping[str, Sequence[tuple[str, Mapping[str, float | str]]]]
 def sensitivity_table(ds: xr.Dataset, sweeps: Sweeps) -> pd.DataFrame:
     """Mean and median final Elo loss of every swept arm, tidy: one row per (sweep, arm,
     batch mode, scenario), with the arm's first swept hyperparameter and value."""
-    final = ds["elo_loss"].isel(pairs=-1)
+    final = ds["elo_loss"].isel(pairs=-1).load()  # one read of a lazily opened file
     present = {str(v) for v in ds["optimizer"].values}
     rows = []
     for sweep, arms in sweeps.items():

@@ -50,15 +50,26 @@ def hits_to_targets(ds: xr.Dataset, targets) -> xr.DataArray:
     A target ``f`` is the fraction of the start gap recovered, so its Elo loss
     is ``(1 - f) * (peak_elo - start_elo)``; hits are read on the checkpoint grid.
     """
-    loss = ds["elo_loss"].transpose(..., "pairs")
-    gap = start_gap(ds).transpose(*loss.dims[:-1])
-    out = []
-    for fraction in targets:
-        hit = stats.first_hit(loss.values, ds["pairs"].values, (1.0 - fraction) * gap.values)
-        out.append(
-            xr.DataArray(hit, dims=loss.dims[:-1], coords={d: loss[d] for d in loss.dims[:-1]})
-        )
-    return xr.concat(out, dim=pd.Index([float(f) for f in targets], name="target"))
+    if int(ds["pairs"].values[0]) != 0:
+        raise ValueError("the checkpoint grid must start at pairs = 0")
+    loss = ds["elo_loss"]
+    dims = [d for d in loss.dims if d != "pairs"]
+    cell_dims = [d for d in dims if d != "seed"]
+    fractions = [float(f) for f in targets]
+    pairs = ds["pairs"].values
+    hits = np.empty((len(fractions), *(loss.sizes[d] for d in cell_dims), loss.sizes["seed"]))
+    # one cell's (seed, pairs) block at a time: a lazily opened benchmark reads one chunk
+    for index in np.ndindex(*(loss.sizes[d] for d in cell_dims)):
+        block = loss.isel(dict(zip(cell_dims, index, strict=True)))
+        block = block.transpose("seed", "pairs").values
+        for row, fraction in enumerate(fractions):
+            hits[(row, *index)] = stats.first_hit(block, pairs, (1.0 - fraction) * block[:, 0])
+    out = xr.DataArray(
+        hits,
+        dims=("target", *cell_dims, "seed"),
+        coords={"target": fractions, **{d: loss[d] for d in dims}},
+    )
+    return out.transpose("target", *dims)
 
 
 def _cells(ds: xr.Dataset):
@@ -129,7 +140,7 @@ def convergence_table(
     """
     if baseline not in ds["optimizer"].values:
         raise ValueError(f"baseline {baseline!r} is not an optimizer of the dataset")
-    final_loss = ds["elo_loss"].isel(pairs=-1)
+    final_loss = ds["elo_loss"].isel(pairs=-1).load()  # one read of a lazily opened file
     budget = float(ds["pairs"].values[-1])
     hits = hits_to_targets(ds, targets)
     rows = []

@@ -230,12 +230,21 @@ def write_benchmark(ds: xr.Dataset, path: str | Path) -> Path:
     return write_atomic(labels_to_auxiliary(ds), path)
 
 
-def open_benchmark(path: str | Path, variables: Sequence[str] | None = None) -> xr.Dataset:
+def open_benchmark(
+    path: str | Path, variables: Sequence[str] | None = None, *, lazy: bool = False
+) -> xr.Dataset:
     """Open ``results/benchmark.nc``, loading only ``variables`` (default: all) into memory.
 
     The cell labels are the index of their dimensions (``ds.sel(optimizer="spsa")``
-    works), whichever layout the file has.
+    works), whichever layout the file has. ``lazy`` leaves the data on disk (the file
+    stays open while the dataset lives): each selection reads what it needs, and
+    since the checkpoint variables are stored one cell per chunk, a cell's
+    trajectories are one read. The tables and the ranking read the trajectories so,
+    one cell at a time, in memory that does not grow with the grid.
     """
+    if lazy:
+        ds = xr.open_dataset(path, engine="netcdf4")
+        return labels_to_index(ds if variables is None else ds[[v for v in variables if v in ds]])
     with xr.open_dataset(path, engine="netcdf4") as ds:
         if variables is not None:
             ds = ds[[v for v in variables if v in ds]]
