@@ -259,10 +259,10 @@ def combine_runtime(wildcards):
 
 
 def report_mem_mb(wildcards):
-    """tables and sensitivity load the loss trajectories: about 165 MB plus 26 bytes
-    per trajectory point (measured 197 MB at 1.2 million points, 379 MB at 8.0 million,
-    483 MB at 12.1 million)."""
-    return fitted(165 + trajectory_points() * 26 / 1e6)
+    """tables and sensitivity read benchmark.nc lazily, the trajectories one cell at a
+    time: about 185 MB plus 8 bytes per trajectory point (measured 190, 227 and 279 MB
+    for tables at 1.2, 8.0 and 12.1 million points; sensitivity 317 MB at 8.0)."""
+    return fitted(185 + trajectory_points() * 8 / 1e6)
 
 
 def figures_mem_mb(wildcards):
