@@ -26,12 +26,17 @@ out, params = snakemake.output, snakemake.params
 drawn = {}
 # With a tuning section, each sweep is drawn at its robust tuned setting only.
 tuning = snakemake.input.get("tuning")
+# lazily: the figures read the trajectories one cell at a time (or the final slice only)
 if snakemake.rule == "convergence_figures":
-    ds = select_comparison(open_benchmark(snakemake.input.benchmark, ["elo_loss"]), tuning)
+    ds = select_comparison(
+        open_benchmark(snakemake.input.benchmark, ["elo_loss"], lazy=True), tuning
+    )
     drawn["convergence"] = figures.convergence(ds)
     drawn["ecdf"] = figures.ecdf_pairs_to_target(ds, params.targets)
 elif snakemake.rule == "comparison_figures":
-    ds = select_comparison(open_benchmark(snakemake.input.benchmark, ["elo_loss"]), tuning)
+    ds = select_comparison(
+        open_benchmark(snakemake.input.benchmark, ["elo_loss"], lazy=True), tuning
+    )
     drawn["final_loss"] = figures.final_loss(ds)
     order = [str(v) for v in ds["optimizer"].values]
     table = pd.read_csv(snakemake.input.convergence)
