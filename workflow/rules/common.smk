@@ -266,9 +266,15 @@ def report_mem_mb(wildcards):
 
 
 def figures_mem_mb(wildcards):
-    """The figures of benchmark.nc and the ranking: about 220 MB plus 14 bytes per
-    trajectory point (measured at most 264, 303 and 409 MB at 1.2, 8.0 and 12.1
-    million points)."""
+    """convergence_figures and comparison_figures read benchmark.nc lazily, one cell at a
+    time: about 240 MB plus 8 bytes per trajectory point (measured at most 253, 268 and
+    347 MB at 1.2, 8.0 and 12.1 million points)."""
+    return fitted(240 + trajectory_points() * 8 / 1e6)
+
+
+def ranking_mem_mb(wildcards):
+    """The ranking loads the loss trajectories whole: about 220 MB plus 14 bytes per
+    trajectory point (measured 233, 273 and 384 MB at 1.2, 8.0 and 12.1 million)."""
     return fitted(220 + trajectory_points() * 14 / 1e6)
 
 

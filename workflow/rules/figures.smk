@@ -154,7 +154,7 @@ rule ranking:
         ENV
     threads: 1
     resources:
-        mem_mb=figures_mem_mb,
+        mem_mb=ranking_mem_mb,
         runtime=report_runtime,
     params:
         targets=list(BENCH.targets),
