@@ -107,6 +107,15 @@ def test_lab_time_is_measured_in_the_same_run_from_a_checkout(tmp_path):
     assert row["lab_seed_s"] >= 0.05 and row["speedup"] == 2 * row["lab_seed_s"] / row["total_s"]
 
 
+def test_lab_is_refused_for_an_asynchronous_whole_process_row(tmp_path):
+    config = resolve(small_config_dict(num_pairs=360))
+    with pytest.raises(ConfigError, match="'async-fixed' .* is not synchronous"):
+        bench.whole_process(
+            config, optimizer="spsa", batch_mode="async-fixed", scenario="mixed", n_seeds=2,
+            repeats=1, out=io.StringIO(), lab=_fake_lab(tmp_path / "lab", 0.0),
+        )  # fmt: skip
+
+
 def test_a_folder_that_is_not_the_lab_is_refused_naming_the_flag(tmp_path):
     with pytest.raises(ConfigError, match="--lab .*fishtest-spsa-lab"):
         bench.lab_seed_seconds(tmp_path, num_pairs=360, batch_size=36, repeats=1)

@@ -349,6 +349,11 @@ def whole_process(
         lab_seed_s, lab_source = LAB_SEED_S, "recorded"
     else:
         mode = config.batch_mode(batch_mode)
+        if not mode.is_sync:
+            raise ConfigError(
+                f"--lab times the lab's synchronous runner; the whole-process row's batch mode "
+                f"{batch_mode!r} (the first of --batch-modes) is not synchronous"
+            )
         lab_seed_s = lab_seed_seconds(
             lab, num_pairs=config.num_pairs, batch_size=mode.batch_size, repeats=repeats
         )
