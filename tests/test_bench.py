@@ -26,7 +26,14 @@ def test_bench_ends_with_a_whole_process_row_of_the_largest_r():
     whole = rows[-1]
     assert whole["whole_process"] and whole["seeds"] == 3 and whole["optimizer"] == "spsa"
     assert whole["speedup"] == 3 * bench.LAB_SEED_S / whole["total_s"]
-    assert out.getvalue().splitlines()[-1].startswith("whole process: spsa-bench simulate spsa")
+    *_, line, phases_line = out.getvalue().splitlines()
+    assert line.startswith("whole process: spsa-bench simulate spsa")
+    # the phases simulate --timings reports, and the start-up the rest of the wall time
+    phases = whole["phases"]
+    assert list(phases) == ["start-up and imports", "configuration", "simulation", "write"]
+    assert all(seconds > 0 for seconds in phases.values())
+    assert abs(sum(phases.values()) - whole["total_s"]) < 1e-9
+    assert phases_line.startswith("  its phases") and "simulation" in phases_line
 
 
 def test_tune_size_rows_time_each_parameter_count():

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import itertools
 import sys
+import time
 
 from spsa_bench.cli.common import (
     Progress,
@@ -31,11 +33,18 @@ def add_parser(sub) -> None:
     p.add_argument("--seeds", help="FIRST-LAST inclusive, e.g. 0-99 (default: the config's seeds)")
     p.add_argument("--output", required=True, help="NetCDF file to write (atomically)")
     p.add_argument("--quiet", action="store_true", help="no progress or summary on stderr")
+    p.add_argument(
+        "--timings",
+        action="store_true",
+        help="print the seconds of each phase (configuration, simulation, write) as the last "
+        "line on stderr, also with --quiet",
+    )
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from spsa_bench.engine.simulate import simulate
+    clock = [time.perf_counter()]
+    from spsa_bench.engine.simulate import TIMED_PHASES, simulate
 
     check_output(args)
     config = load(args)
@@ -44,6 +53,7 @@ def run(args: argparse.Namespace) -> int:
     pick(config, "batch_mode", "--batch-mode", args.batch_mode)
     pick(config, "scenario", "--scenario", args.scenario)
     check_run_memory(config, args.scenario, len(chosen))
+    clock.append(time.perf_counter())
     label = (
         f"{args.optimizer}/{args.batch_mode}/{args.scenario} seeds {chosen.start}-{chosen.stop - 1}"
     )
@@ -55,9 +65,11 @@ def run(args: argparse.Namespace) -> int:
         seeds=chosen,
         progress=Progress(label, args.quiet),
     )
+    clock.append(time.perf_counter())
     from spsa_bench.results.atomic import write_atomic
 
     path = write_atomic(ds, args.output, compress=False)
+    clock.append(time.perf_counter())
     if not args.quiet:
         loss = ds["elo_loss"].isel(pairs=-1)
         gap = float(ds["elo_loss"].isel(pairs=0).mean())  # per-seed instances differ
@@ -66,4 +78,7 @@ def run(args: argparse.Namespace) -> int:
             f"{100 * (1 - float(loss.mean()) / gap):.1f}% recovered) -> {path}",
             file=sys.stderr,
         )
+    if args.timings:
+        phases = dict(zip(TIMED_PHASES, (b - a for a, b in itertools.pairwise(clock)), strict=True))
+        print("timings: " + ", ".join(f"{k} {v:.3f} s" for k, v in phases.items()), file=sys.stderr)
     return 0

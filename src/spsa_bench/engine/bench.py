@@ -19,6 +19,7 @@ parameters, to show the cost grows no faster than parameters x pairs.
 from __future__ import annotations
 
 import json
+import re
 import resource
 import statistics
 import subprocess
@@ -33,6 +34,7 @@ import yaml
 
 from spsa_bench.config.loader import Config, ConfigError
 from spsa_bench.engine.simulate import (
+    TIMED_PHASES,
     make_noise,
     make_problem,
     make_schedule,
@@ -365,12 +367,17 @@ def whole_process(
         config_path.write_text(yaml.safe_dump(simulate_only(config)))
         cell = ["--optimizer", optimizer, "--batch-mode", batch_mode, "--scenario", scenario]
         command = [*spsa_bench, "simulate", "--config", str(config_path), *cell]
-        command += ["--seeds", seeds, "--quiet", "--output", str(Path(folder) / "run.nc")]
+        command += ["--seeds", seeds, "--quiet", "--timings"]
+        command += ["--output", str(Path(folder) / "run.nc")]
         imports = [sys.executable, "-c", "import spsa_bench.cli.main, spsa_bench.cli.simulate"]
         runs = [_timed(command) for _ in range(repeats)]
         import_s = statistics.median(_timed(imports)[0] for _ in range(repeats))
-    total_s = statistics.median(wall for wall, _ in runs)
-    cpu_s = statistics.median(cpu for _, cpu in runs)
+    total_s = statistics.median(wall for wall, _, _ in runs)
+    cpu_s = statistics.median(cpu for _, cpu, _ in runs)
+    phases = {
+        name: statistics.median(_phase(text, name) for _, _, text in runs) for name in TIMED_PHASES
+    }
+    phases = {"start-up and imports": total_s - sum(phases.values()), **phases}
     speedup = n_seeds * lab_seed_s / total_s
     met = "met" if speedup >= WHOLE_PROCESS_TARGET else "NOT met"
     print(
@@ -381,6 +388,12 @@ def whole_process(
         file=out,
         flush=True,
     )
+    print(
+        "  its phases (medians; start-up = total - the others): "
+        + ", ".join(f"{name} {seconds:.3f} s" for name, seconds in phases.items()),
+        file=out,
+        flush=True,
+    )
     return {
         "seeds": n_seeds,
         "total_s": total_s,
@@ -388,6 +401,7 @@ def whole_process(
         "import_s": import_s,
         "lab_seed_s": lab_seed_s,
         "speedup": speedup,
+        "phases": phases,
     }
 
 
@@ -402,11 +416,23 @@ def simulate_only(config: Config) -> dict:
     return raw
 
 
-def _timed(command: list[str]) -> tuple[float, float]:
-    """Wall and CPU (user + system) seconds of running ``command`` to its end."""
+def _timed(command: list[str]) -> tuple[float, float, str]:
+    """Wall and CPU (user + system) seconds of running ``command`` to its end, and its stderr."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+    done = subprocess.run(
+        command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return wall, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    return wall, cpu, done.stderr
+
+
+def _phase(stderr: str, name: str) -> float:
+    """Seconds of phase ``name`` in the ``timings:`` line ``simulate --timings`` printed."""
+    line = [text for text in stderr.splitlines() if text.startswith("timings: ")][-1]
+    match = re.search(rf"\b{re.escape(name)} ([0-9.]+) s", line)
+    if match is None:
+        raise RuntimeError(f"simulate --timings printed no {name!r} phase: {line!r}")
+    return float(match.group(1))

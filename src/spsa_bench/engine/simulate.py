@@ -32,6 +32,13 @@ if TYPE_CHECKING:  # xarray is imported only once a run is built (see cli.simula
     import xarray as xr
 
 
+#: The phases ``spsa-bench simulate --timings`` reports (and ``spsa-bench bench``'s
+#: whole-process row): the configuration (this module's import, reading and checking
+#: it), the simulation (schedule, problem, noise table, replay, the run dataset) and
+#: the write.
+TIMED_PHASES = ("configuration", "simulation", "write")
+
+
 def make_problem(
     config: Config,
     scenario: str,
