@@ -20,9 +20,12 @@ from spsa_bench.results.combine import open_benchmark  # noqa: E402
 
 out = snakemake.output
 # With a tuning section, each sweep takes part at its robust tuned setting only.
-ds = open_benchmark(snakemake.input.benchmark, ["elo_loss"])
+ds = open_benchmark(snakemake.input.benchmark, ["elo_loss"], lazy=True)
 ds = select_comparison(ds, snakemake.input.get("tuning"))
-profile = ranking.performance_profile(ds, np.logspace(0, 3, 121))
+# The profile and the ranks read the final losses many times: the last checkpoint in
+# memory; the hits and the relaxation read the trajectories one cell at a time.
+final = ds.isel(pairs=[-1]).load()
+profile = ranking.performance_profile(final, np.logspace(0, 3, 121))
 atomic_write(out.profile_csv, lambda tmp: profile.to_csv(tmp, index=False))
 figures.save(ranking.profile_figure(profile), out.performance_profile, out.performance_profile_svg)
 ecdf = ranking.aggregated_ecdf(ds, snakemake.params.targets)
@@ -35,7 +38,7 @@ figures.save(
 budget = float(ds["pairs"].values[-1])
 cells = relaxation.relaxation_table(ds, curves=False)
 verdicts = relaxation.problem_verdicts(cells, snakemake.params.baseline, budget)
-ranks = ranking.rank_table(ds, verdicts=verdicts)
+ranks = ranking.rank_table(final, verdicts=verdicts)
 atomic_write(out.ranks, lambda tmp: ranks.to_csv(tmp, index=False))
 atomic_write(out.ranks_md, lambda tmp: Path(tmp).write_text(ranking.rank_markdown(ranks)))
 print(
