@@ -273,9 +273,10 @@ def figures_mem_mb(wildcards):
 
 
 def ranking_mem_mb(wildcards):
-    """The ranking loads the loss trajectories whole: about 220 MB plus 14 bytes per
-    trajectory point (measured 233, 273 and 384 MB at 1.2, 8.0 and 12.1 million)."""
-    return fitted(220 + trajectory_points() * 14 / 1e6)
+    """The ranking reads benchmark.nc lazily (the last checkpoint in memory, the rest one
+    cell at a time): about 215 MB plus 6 bytes per trajectory point (measured 228, 232
+    and 287 MB at 1.2, 8.0 and 12.1 million points)."""
+    return fitted(215 + trajectory_points() * 6 / 1e6)
 
 
 def tuned_mem_mb(wildcards):
