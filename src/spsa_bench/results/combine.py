@@ -206,7 +206,7 @@ def finish_benchmark(
         present = [str(v) for v in ds[dim].values]
         labels = [v for v in wanted if v in present] + [v for v in present if v not in wanted]
         ds = ds.sel({dim: labels})
-    ds = ds.transpose(*CELL_DIMS, "seed", "pairs", ...)
+    ds = ds.transpose(*CELL_DIMS, "seed", "pairs", ..., missing_dims="ignore")
     ds.attrs["title"] = "spsa-bench benchmark: every run, combined"
     ds.attrs.pop("config", None)  # each run file keeps its own cell configuration
     ds.attrs.pop("optimizer_kind", None)

@@ -1,17 +1,21 @@
 """Streaming combine: ``results/benchmark.nc`` written cell by cell, in bounded memory.
 
 The checkpoint variables (those with the ``pairs`` dimension: ``theta``, ``elo``,
-``elo_loss``, ...) are almost all of the data. Pass 1 opens each run file,
-checks it (:func:`~spsa_bench.results.combine.check_run`) and keeps a skeleton of
-it, its first checkpoint only (the rest of a file is not read in pass 1); the
-skeletons are combined exactly as the in-memory
-:func:`~spsa_bench.results.combine.combine_benchmark` combines whole files, which
-gives every other variable, the labels, the arm coordinates and the attributes.
-The file is written from that skeleton with the checkpoint variables created
-empty (NaN, chunked one cell per chunk); pass 2 reads each run file's checkpoint
-variables with netCDF4 (no xarray decoding), checks them finite and writes them
-into their slab. Peak memory: the skeleton (no ``pairs`` dimension) plus one run
-file's checkpoint variables, whatever the number of cells.
+``elo_loss``, ...) are almost all of the data, the per-seed variables (KPIs, outcome
+counts, per-worker figures) most of the rest. Pass 1 opens each run file and keeps a
+skeleton of it: its first checkpoint at its first :data:`SKELETON_SEEDS` seeds, plus
+its integer and boolean per-seed variables whole (small, and the combine does not
+turn them into NaN-padded floats), both checked
+(:func:`~spsa_bench.results.combine.check_run`). The skeletons are combined exactly
+as the in-memory :func:`~spsa_bench.results.combine.combine_benchmark` combines whole
+files, which gives every variable's dims, dtype and attributes, the labels, the arm
+coordinates and the attributes of the file; the seed axis is the union of the
+files' seeds. The file is written from that template with the streamed variables
+(checkpoint and per-seed float variables) created empty (NaN; the checkpoint ones
+chunked one cell per chunk); pass 2 reads each run file's streamed variables with
+netCDF4 (no xarray decoding), checks them finite and writes them into their slab.
+Peak memory: the template (two seeds per file) plus one run file's data, whatever
+the number of cells and seeds; the file equals the in-memory one bit for bit.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import xarray as xr
 from spsa_bench.results.atomic import _encoding, atomic_write
 from spsa_bench.results.cf import labels_to_auxiliary
 from spsa_bench.results.combine import (
+    PARAM_PADDING,
     cell_key,
     check_finite,
     check_grid,
@@ -37,25 +42,62 @@ from spsa_bench.results.datasets import CELL_DIMS, open_run_head
 GRID = "pairs"
 
 
-def _skeletons(paths: Iterable[str | Path]) -> tuple[dict, dict, np.ndarray]:
-    """``({cell: [skeleton]}, {cell: [path]}, grid)`` of the run files: each file's first
-    checkpoint only, checked (finite values, one checkpoint grid); the checkpoint
-    variables' other values are checked as pass 2 reads them (:func:`_write_file`)."""
+#: Seeds of each run file a skeleton keeps: two, so that "constant along seed" (how
+#: the combine reduces per-parameter coordinates) reads the same as on every seed:
+#: a per-seed instance differs between any two seeds, a shared one never does.
+SKELETON_SEEDS = 2
+
+
+def _kept_whole(head: xr.Dataset) -> list[str]:
+    """Per-seed variables a skeleton keeps whole: those not streamed (:func:`_streamed`
+    decides on the combined dtype; these are the ones no combine turns into floats
+    padded with NaN: integer and boolean variables, and the padded-with-a-value
+    :data:`~spsa_bench.results.combine.PARAM_PADDING` ones)."""
+    return [
+        str(n)
+        for n, v in head.data_vars.items()
+        if "seed" in v.dims and GRID not in v.dims and (v.dtype.kind != "f" or n in PARAM_PADDING)
+    ]
+
+
+def _skeletons(paths: Iterable[str | Path]) -> tuple[dict, dict, dict, np.ndarray, np.ndarray]:
+    """``({cell: [skeleton]}, {cell: [whole]}, {cell: [path]}, seeds, grid)`` of the run
+    files. A skeleton is a file's first checkpoint at its first :data:`SKELETON_SEEDS`
+    seeds; ``whole`` its :func:`_kept_whole` variables at every seed. Both are checked
+    (finite values, one checkpoint grid); the other values are checked as pass 2 reads
+    them (:func:`_write_file`)."""
     skeletons: dict[tuple, list[xr.Dataset]] = {}
+    wholes: dict[tuple, list[xr.Dataset]] = {}
     files: dict[tuple, list[Path]] = {}
-    grid = None
+    seeds, grid = [], None
     for path in paths:
         head, pairs = open_run_head(path)
-        check_run(path, head, None)
+        whole = head[_kept_whole(head)]
+        skeleton = head.isel(seed=slice(0, SKELETON_SEEDS))
+        check_run(path, skeleton, None)
+        check_run(path, whole, None)
         if grid is not None:
             check_grid(path, pairs, grid)
         grid = pairs if grid is None else grid
         key = cell_key(head)
-        skeletons.setdefault(key, []).append(head)
+        seeds.append(head["seed"].values)
+        skeletons.setdefault(key, []).append(skeleton)
+        wholes.setdefault(key, []).append(whole)
         files.setdefault(key, []).append(Path(path))
+        del head
     if grid is None:
         raise ValueError("no run files to combine")
-    return skeletons, files, grid
+    return skeletons, wholes, files, np.unique(np.concatenate(seeds)), grid
+
+
+def _streamed(template: xr.Dataset) -> dict[str, xr.Variable]:
+    """The variables pass 2 writes file by file: the checkpoint variables and every
+    per-seed float variable (padded with NaN where a cell lacks it)."""
+    return {
+        str(n): v.variable
+        for n, v in template.data_vars.items()
+        if GRID in v.dims or ("seed" in v.dims and v.dtype.kind == "f" and n not in PARAM_PADDING)
+    }
 
 
 def _coordinates_attr(body: xr.Dataset, dims: Sequence[str]) -> str:
@@ -83,18 +125,21 @@ def _slab(template: xr.Dataset, dims: Sequence[str], key: tuple, run) -> tuple:
             where = _position(template, dim, run[dim][:])
             contiguous = np.array_equal(where, np.arange(where[0], where[0] + where.size))
             index.append(slice(where[0], where[0] + where.size) if contiguous else list(where))
-        else:  # pairs (checked equal to the template's grid), and any unlabelled dim
-            index.append(slice(None))
+        else:  # pairs (checked equal to the grid), worker (padded at its end), outcome
+            index.append(slice(0, len(run.dimensions[dim])))
     return tuple(index)
 
 
 def _write_file(nc, template: xr.Dataset, big: Mapping[str, xr.Variable], key, path) -> None:
-    """Copy one run file's checkpoint variables into their slabs of ``nc``, each checked
-    finite (the check :func:`_skeletons` made of the first checkpoint only)."""
+    """Copy one run file's streamed variables (:func:`_streamed`) into their slabs of
+    ``nc``, each checked finite (the check :func:`_skeletons` made of a skeleton only).
+    A variable the file has over fewer dimensions than the combined one (a
+    per-parameter coordinate that other scenarios have per seed) holds for each."""
     import netCDF4
 
     with netCDF4.Dataset(path) as run:
         run.set_auto_mask(False)  # NaN stays NaN (the _FillValue of float variables)
+        slabs: dict[tuple, tuple] = {}  # variables over the same dims share their slab
         for name, variable in big.items():
             if name not in run.variables:
                 continue
@@ -103,11 +148,30 @@ def _write_file(nc, template: xr.Dataset, big: Mapping[str, xr.Variable], key, p
             attrs = {k: source.getncattr(k) for k in source.ncattrs()}
             check_finite(path, name, values.dtype, values, attrs)
             kept = [d for d in variable.dims if d not in CELL_DIMS]
-            values = np.transpose(values, [source.dimensions.index(d) for d in kept])
-            nc[name][_slab(template, variable.dims, key, run)] = values
+            present = [d for d in kept if d in source.dimensions]
+            values = np.transpose(values, [source.dimensions.index(d) for d in present])
+            values = np.expand_dims(values, [i for i, d in enumerate(kept) if d not in present])
+            if variable.dims not in slabs:
+                slabs[variable.dims] = _slab(template, variable.dims, key, run)
+            slab = slabs[variable.dims]
+            shape = [
+                _extent(where, nc.dimensions[d].size)
+                for d, where in zip(variable.dims, slab, strict=True)
+                if d not in CELL_DIMS
+            ]
+            nc[name][slab] = np.broadcast_to(values, shape).astype(variable.dtype, copy=False)
 
 
-def _write(tmp: str, template: xr.Dataset, big: Mapping[str, xr.Variable], files: Mapping) -> None:
+def _extent(where, size: int) -> int:
+    """How many positions an index of :func:`_slab` selects along a dimension of ``size``."""
+    if isinstance(where, slice):
+        return len(range(*where.indices(size)))
+    return len(where)
+
+
+def _write(
+    tmp: str, template: xr.Dataset, big: Mapping[str, xr.Variable], files: Mapping, sizes: Mapping
+) -> None:
     """Write ``template``, then create the ``big`` variables (given by their first
     checkpoint; zlib level 1 with the shuffle filter: as small as level 4 on these
     floats, 13% faster to write) and write each run file's data into them."""
@@ -116,8 +180,10 @@ def _write(tmp: str, template: xr.Dataset, big: Mapping[str, xr.Variable], files
     body = labels_to_auxiliary(template)
     body.to_netcdf(tmp, engine="netcdf4", format="NETCDF4", encoding=_encoding(body))
     with netCDF4.Dataset(tmp, "a") as nc:
+        for dim in {d for variable in big.values() for d in variable.dims} - set(nc.dimensions):
+            nc.createDimension(dim, sizes[dim])  # e.g. worker: only streamed variables span it
         for name, variable in big.items():
-            chunks = [1 if d in CELL_DIMS else template.sizes[d] for d in variable.dims]
+            chunks = [1 if d in CELL_DIMS else sizes[d] for d in variable.dims]
             out = nc.createVariable(
                 name,
                 variable.dtype,
@@ -144,10 +210,16 @@ def stream_benchmark(
     """Write ``output`` as :func:`combine_benchmark` + :func:`write_benchmark` would,
     holding one cell of checkpoint data at a time; returns the skeleton (no checkpoints).
     """
-    skeletons, files, grid = _skeletons(paths)
+    skeletons, wholes, files, seeds, grid = _skeletons(paths)
     template = finish_benchmark(combine_cells(skeletons), order, config_json, command)
-    big = {str(n): v.variable for n, v in template.data_vars.items() if GRID in v.dims}
+    big = _streamed(template)
+    sizes = {**template.sizes, "seed": seeds.size, GRID: grid.size}
     pairs = template[GRID].attrs
     template = template.drop_vars([*big, GRID]).assign_coords({GRID: (GRID, grid, pairs)})
-    atomic_write(output, lambda tmp: _write(tmp, template, big, files))
+    whole_names = [str(n) for n, v in template.data_vars.items() if "seed" in v.dims]
+    template = template.drop_vars(whole_names).reindex(seed=seeds)
+    if whole_names:  # the per-seed variables no combine pads with NaN, combined whole
+        whole = finish_benchmark(combine_cells(wholes), order, config_json, command)
+        template = template.assign({name: whole[name] for name in whole_names})
+    atomic_write(output, lambda tmp: _write(tmp, template, big, files, sizes))
     return template
