@@ -178,7 +178,12 @@ def load_text(text: str) -> Any:
     except yaml.MarkedYAMLError as error:
         mark = error.problem_mark or error.context_mark
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
-        raise YamlError(f"{where}not valid YAML: {error.problem or error.context}") from None
+        problem = error.problem or error.context
+        if problem and "nesting depth" in problem:
+            # libyaml 0.2.6 (in PyYAML 6.0.4's wheels) stops at 1,000 levels while its
+            # scanner reads ahead, before pass 1 has seen the 33rd start event
+            raise YamlError(f"{where}nested deeper than {MAX_DEPTH} levels") from None
+        raise YamlError(f"{where}not valid YAML: {problem}") from None
     except yaml.YAMLError as error:
         raise YamlError(f"not valid YAML: {' '.join(str(error).split())}") from None
     _check_keys(value)

@@ -62,9 +62,11 @@ PRESET_SOURCE = (
     "draw rate and var(pair net)/2 at equal strength measured on real Fishtest SPSA tunes "
     "(STC 3 tunes, LTC 4, VLTC 1), as published with the original lab's later work"
 )
-#: ``(delta, tau)`` of each preset, as :func:`_solve_calibration` finds them (a test
-#: re-solves them and checks every bit). Stored so that a process playing a preset
-#: neither imports scipy's root finder (a third of a second) nor re-solves.
+#: ``(delta, tau)`` of each preset, as :func:`_solve_calibration` found them when they
+#: were stored (a test re-solves them: equal within the root finder's tolerance; its last bits
+#: move between scipy releases). Stored, so that a preset's results do not depend on
+#: the installed scipy, and a process playing a preset neither imports scipy's root
+#: finder (a third of a second) nor re-solves.
 PRESET_PARAMETERS: dict[str, tuple[float, float]] = {
     "STC": (2.0436338404148655, 0.5430261081422347),
     "LTC": (2.0889209520941905, 0.24683094522473767),
