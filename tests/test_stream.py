@@ -73,6 +73,37 @@ def test_streamed_file_equals_the_in_memory_one(run_files, tmp_path):
     )
 
 
+@pytest.mark.parametrize(
+    ("kept", "integer", "floats"),
+    [
+        # spsa's two cells, every seed: nothing padded, the counts stay integers
+        ([0, 1, 2, 3], ["outcome_counts", "n_jobs"], []),
+        # spsa async-fixed lacks seeds 2-4: every per-seed integer is padded with NaN
+        ([0, 1, 2], [], ["outcome_counts", "pairs_processed", "n_jobs"]),
+        # sf-sgd has no async-fixed cell: padded as a whole cell, streamed (every cell
+        # present has every seed)
+        ([0, 1, 2, 3, 4, 5], [], ["outcome_counts", "pairs_processed", "n_jobs"]),
+    ],
+    ids=["every-seed", "a-cell-lacks-seeds", "a-cell-missing"],
+)
+def test_integer_per_seed_variables_stream_as_the_combine_types_them(
+    run_files, tmp_path, kept, integer, floats
+):
+    """The per-worker and outcome counts are streamed when every cell has every seed
+    (the template's dtype is then the combine's), combined whole otherwise; either way
+    the file equals the in-memory one, integers where nothing was padded."""
+    paths = [run_files[i] for i in kept]
+    memory = write_benchmark(combine_benchmark(paths), tmp_path / "memory.nc")
+    stream_benchmark(paths, tmp_path / "streamed.nc")
+    _same_file(memory, tmp_path / "streamed.nc")
+    back = open_benchmark(tmp_path / "streamed.nc")
+    for name in integer:
+        assert back[name].dtype.kind == "i", name
+    for name in floats:
+        assert back[name].dtype.kind == "f" and back[name].isnull().any(), name
+    assert back["outcome_counts"].sum() == open_benchmark(memory)["outcome_counts"].sum()
+
+
 def test_any_order_and_grouping_of_the_files_gives_the_same_file(run_files, tmp_path):
     first = stream_benchmark(run_files, tmp_path / "a.nc")
     shuffled = list(np.random.default_rng(7).permutation(run_files))

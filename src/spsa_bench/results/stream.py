@@ -4,18 +4,20 @@ The checkpoint variables (those with the ``pairs`` dimension: ``theta``, ``elo``
 ``elo_loss``, ...) are almost all of the data, the per-seed variables (KPIs, outcome
 counts, per-worker figures) most of the rest. Pass 1 opens each run file and keeps a
 skeleton of it: its first checkpoint at its first :data:`SKELETON_SEEDS` seeds, plus
-its integer and boolean per-seed variables whole (small, and the combine does not
-turn them into NaN-padded floats), both checked
-(:func:`~spsa_bench.results.combine.check_run`). The skeletons are combined exactly
+its few bytes a seed of integer and boolean per-seed values whole (:func:`_kept_whole`),
+both checked (:func:`~spsa_bench.results.combine.check_run`). The skeletons are combined exactly
 as the in-memory :func:`~spsa_bench.results.combine.combine_benchmark` combines whole
 files, which gives every variable's dims, dtype and attributes, the labels, the arm
 coordinates and the attributes of the file; the seed axis is the union of the
 files' seeds. The file is written from that template with the streamed variables
-(checkpoint and per-seed float variables) created empty (NaN; the checkpoint ones
-chunked one cell per chunk); pass 2 reads each run file's streamed variables with
+(:func:`_streamed`: the checkpoint variables, the per-seed float variables and, when
+every cell has every seed, the per-seed integer variables over more than the seed,
+such as the per-worker counts) created empty (NaN for floats) and chunked one cell
+per chunk; pass 2 reads each run file's streamed variables with
 netCDF4 (no xarray decoding), checks them finite and writes them into their slab.
-Peak memory: the template (two seeds per file) plus one run file's data, whatever
-the number of cells and seeds; the file equals the in-memory one bit for bit.
+Peak memory: the template (two seeds per file), one run file's data and one cell's
+chunk of each streamed variable (the chunk cache, :data:`CACHE_SLACK`), whatever the
+number of cells; the file equals the in-memory one bit for bit.
 """
 
 from __future__ import annotations
@@ -47,16 +49,38 @@ GRID = "pairs"
 #: a per-seed instance differs between any two seeds, a shared one never does.
 SKELETON_SEEDS = 2
 
+#: Bytes of each streamed variable's chunk cache beyond its one chunk (HDF5 caches a
+#: chunk only if it fits), and the slots of its hash table (a small prime).
+CACHE_SLACK = 1 << 16
+CACHE_SLOTS = 7
+
+
+def _per_seed(name, variable) -> bool:
+    return "seed" in variable.dims and GRID not in variable.dims
+
+
+def _wide_integer(name, variable) -> bool:
+    """A per-seed integer variable over more than the seed (the per-worker counts, the
+    outcome counts): streamed when every cell has every seed (:func:`_streamed`)."""
+    return (
+        _per_seed(name, variable)
+        and variable.dtype.kind in "iu"
+        and set(variable.dims) - {"seed", *CELL_DIMS}
+        and name not in PARAM_PADDING
+    )
+
 
 def _kept_whole(head: xr.Dataset) -> list[str]:
-    """Per-seed variables a skeleton keeps whole: those not streamed (:func:`_streamed`
-    decides on the combined dtype; these are the ones no combine turns into floats
-    padded with NaN: integer and boolean variables, and the padded-with-a-value
-    :data:`~spsa_bench.results.combine.PARAM_PADDING` ones)."""
+    """Per-seed variables a skeleton keeps whole, a few bytes a seed: the integer and
+    boolean ones over the seed alone, and the padded-with-a-value
+    :data:`~spsa_bench.results.combine.PARAM_PADDING` ones. The float ones are always
+    streamed, the :func:`_wide_integer` ones when every cell has every seed."""
     return [
         str(n)
         for n, v in head.data_vars.items()
-        if "seed" in v.dims and GRID not in v.dims and (v.dtype.kind != "f" or n in PARAM_PADDING)
+        if _per_seed(n, v)
+        and (v.dtype.kind != "f" or n in PARAM_PADDING)
+        and not _wide_integer(n, v)
     ]
 
 
@@ -72,8 +96,8 @@ def _skeletons(paths: Iterable[str | Path]) -> tuple[dict, dict, dict, np.ndarra
     seeds, grid = [], None
     for path in paths:
         head, pairs = open_run_head(path)
-        whole = head[_kept_whole(head)]
-        skeleton = head.isel(seed=slice(0, SKELETON_SEEDS))
+        whole = head[_kept_whole(head)].copy(deep=True)  # not a view holding the file's head
+        skeleton = head.isel(seed=slice(0, SKELETON_SEEDS)).copy(deep=True)  # not a view
         check_run(path, skeleton, None)
         check_run(path, whole, None)
         if grid is not None:
@@ -90,14 +114,39 @@ def _skeletons(paths: Iterable[str | Path]) -> tuple[dict, dict, dict, np.ndarra
     return skeletons, wholes, files, np.unique(np.concatenate(seeds)), grid
 
 
-def _streamed(template: xr.Dataset) -> dict[str, xr.Variable]:
-    """The variables pass 2 writes file by file: the checkpoint variables and every
-    per-seed float variable (padded with NaN where a cell lacks it)."""
+def _streamed(template: xr.Dataset, wide_integers: bool) -> dict[str, xr.Variable]:
+    """The variables pass 2 writes file by file: the checkpoint variables, every
+    per-seed float variable (padded with NaN where a cell lacks it) and, if
+    ``wide_integers``, the :func:`_wide_integer` ones. Those take the combined dtype
+    of the template, which two seeds a file decide as well as every seed does only
+    when every cell has every seed (no cell is padded along the seed); an integer
+    variable the combine pads (along the worker, or for a missing cell) is a float
+    there, NaN where it was padded, as in memory."""
     return {
         str(n): v.variable
         for n, v in template.data_vars.items()
-        if GRID in v.dims or ("seed" in v.dims and v.dtype.kind == "f" and n not in PARAM_PADDING)
+        if GRID in v.dims
+        or (_per_seed(n, v) and v.dtype.kind == "f" and n not in PARAM_PADDING)
+        or (wide_integers and _wide_integer(n, v))
     }
+
+
+def _cell_seeds(wholes: Sequence[xr.Dataset]) -> np.ndarray:
+    """The seeds a cell's run files hold, sorted."""
+    return np.unique(np.concatenate([whole["seed"].values for whole in wholes]))
+
+
+def _with_wide_integers(wholes: Mapping, files: Mapping) -> dict:
+    """``wholes`` with every file's :func:`_wide_integer` variables added, read again
+    (only when some cell lacks some seed)."""
+    out = {}
+    for key, parts in wholes.items():
+        out[key] = []
+        for whole, path in zip(parts, files[key], strict=True):
+            head, _ = open_run_head(path)
+            wide = [str(n) for n, v in head.data_vars.items() if _wide_integer(n, v)]
+            out[key].append(whole.merge(head[wide]))
+    return out
 
 
 def _coordinates_attr(body: xr.Dataset, dims: Sequence[str]) -> str:
@@ -195,6 +244,11 @@ def _write(
                 fill_value=np.nan if variable.dtype.kind == "f" else None,
             )
             out.setncatts({**variable.attrs, "coordinates": _coordinates_attr(body, variable.dims)})
+            # HDF5 caches up to 64 MB of chunks per variable by default, and keeps what it
+            # caches (832 MB at 120 cells of 1000 seeds): room for one chunk, one cell,
+            # instead, which a cell's files (written one after another) share
+            chunk_bytes = int(np.prod(chunks)) * variable.dtype.itemsize
+            out.set_var_chunk_cache(size=chunk_bytes + CACHE_SLACK, nelems=CACHE_SLOTS)
         for key, paths in files.items():
             for path in paths:
                 _write_file(nc, template, big, key, path)
@@ -212,13 +266,16 @@ def stream_benchmark(
     """
     skeletons, wholes, files, seeds, grid = _skeletons(paths)
     template = finish_benchmark(combine_cells(skeletons), order, config_json, command)
-    big = _streamed(template)
+    every_seed = all(np.array_equal(_cell_seeds(cell), seeds) for cell in wholes.values())
+    big = _streamed(template, wide_integers=every_seed)
     sizes = {**template.sizes, "seed": seeds.size, GRID: grid.size}
     pairs = template[GRID].attrs
     template = template.drop_vars([*big, GRID]).assign_coords({GRID: (GRID, grid, pairs)})
     whole_names = [str(n) for n, v in template.data_vars.items() if "seed" in v.dims]
     template = template.drop_vars(whole_names).reindex(seed=seeds)
-    if whole_names:  # the per-seed variables no combine pads with NaN, combined whole
+    if whole_names:  # the per-seed variables not streamed, combined whole
+        if not every_seed:  # the wide integers too: the combine may pad them along seed
+            wholes = _with_wide_integers(wholes, files)
         whole = finish_benchmark(combine_cells(wholes), order, config_json, command)
         template = template.assign({name: whole[name] for name in whole_names})
     atomic_write(output, lambda tmp: _write(tmp, template, big, files, sizes))
