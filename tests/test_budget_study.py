@@ -212,6 +212,23 @@ def test_the_settings_share_every_random_number():
     assert (ds["chosen_setting"].values == 0).all()  # a tie goes to the first setting
 
 
+def test_seeds_in_chunks_give_the_same_study_bit_for_bit(study_run, monkeypatch):
+    """Above MAX_SEED_PAIRS seed x pairs a replay runs its seeds in chunks (bounded
+    memory at any seeds and budget): chunks of one seed at the 800-pair budget, of
+    two at 400, give every loss of the study, tuning and test seeds alike, unchanged."""
+    from spsa_bench.engine import budget_study
+
+    config, study, whole = study_run
+    monkeypatch.setattr(budget_study, "MAX_SEED_PAIRS", 800)
+    assert [len(c) for _, c in budget_study.seed_chunks(np.arange(4), 800)] == [1, 1, 1, 1]
+    assert [len(c) for _, c in budget_study.seed_chunks(np.arange(4), 400)] == [2, 2]
+    chunked = run_budget_study(config, study, range(4))
+    for name in ("final_elo_loss", "tuning_final_elo_loss", "chosen_setting"):
+        assert name in whole, name
+        np.testing.assert_array_equal(chunked[name].values, whole[name].values)
+    assert chunked.equals(whole)
+
+
 def test_equal_settings_run_once_and_share_the_result(study_run):
     """spsa-decay at r_scale 1 is the grid's spsa written out: one replay serves both."""
     _, study, ds = study_run

@@ -244,17 +244,19 @@ def schedule_mem_mb(wildcards):
 
 
 def combine_mem_mb(wildcards):
-    """The streaming combine: about 280 MB, 0.5 MB per run file and 4.9 kB per cell x
-    seed (the per-seed variables of the whole grid and one cell's trajectories), the
-    plane through its three measurements: 400 MB for 120 files of 100 seeds, 925 MB
-    for 120 of 1000, 1,066 MB for the default grid's 795 of 100 (101 checkpoints, at
-    most 22 parameters)."""
+    """The streaming combine: about 120 MB, 0.25 MB per run file (its two-seed
+    skeleton), 80 bytes per parameter point of one cell (a run file's data and the
+    cell's chunks in HDF5's cache) and 100 bytes per cell x seed (the integer per-seed
+    variables kept whole), fitted to 169 MB for 120 files of 100 seeds, 330 MB for 120
+    of 1000 and 332 MB for the default grid's 795 of 100."""
     files = grid_cells() * len(CHUNKS)
-    return fitted(282 + 0.5 * files + grid_cells() * BENCH.seeds_count * 0.0049)
+    one_cell = parameter_points() / grid_cells()
+    cell_seeds = grid_cells() * BENCH.seeds_count
+    return fitted(120 + 0.25 * files + one_cell * 80 / 1e6 + cell_seeds * 100 / 1e6)
 
 
 def combine_runtime(wildcards):
-    """About 1 us per parameter point measured (28 s for the default benchmark)."""
+    """Measured 0.1-0.2 us per parameter point (85 s for the default grid at 100 seeds)."""
     return 2 + parameter_points() // 10_000_000
 
 
@@ -481,13 +483,15 @@ def _budget_study_runs():
 
 
 def budget_study_mem_mb(wildcards):
-    """One simulation at a time at the largest budget, on the test or the tuning seeds:
-    320-394 MB measured at 100 seeds x 300,000 pairs (7 bytes per seed x pair)."""
-    from spsa_bench.engine.budget_study import study_settings
+    """One simulation at a time, on the test or the tuning seeds, of at most
+    MAX_SEED_PAIRS seed x pairs (more seeds run in chunks): 320-394 MB measured at 100
+    seeds x 300,000 pairs (7 bytes per seed x pair)."""
+    from spsa_bench.engine.budget_study import MAX_SEED_PAIRS, study_settings
 
     study = study_settings(BENCH)
     seeds = max(BENCH.seeds_count, len(study.tuning_seeds or ()))
-    return fitted(150 + seeds * max(study.num_pairs) * 7 / 1e6)
+    one_pass = max(min(seeds, max(1, MAX_SEED_PAIRS // n)) * n for n in study.num_pairs)
+    return fitted(150 + one_pass * 7 / 1e6)
 
 
 def budget_study_runtime(wildcards):

@@ -255,18 +255,38 @@ def _final_losses(budget: Config, scenario: str, arms, schedule, seeds) -> np.nd
     return np.stack([losses[(arm.kind, arm.hyper)] for arm in arms])
 
 
+#: Seed x pair units one replay of the study holds at most: a larger set of seeds runs
+#: in chunks (a seed's result is the same alone or beside others), which bounds the
+#: study's memory (about 7 bytes a seed x pair, docs/cluster.md) at any seeds and budget.
+MAX_SEED_PAIRS = 30_000_000
+
+
+def seed_chunks(seeds: np.ndarray, num_pairs: int) -> list[tuple[slice, np.ndarray]]:
+    """``(columns, seeds)`` chunks of ``seeds`` of at most :data:`MAX_SEED_PAIRS` /
+    ``num_pairs`` seeds each (at least one)."""
+    size = max(1, MAX_SEED_PAIRS // num_pairs)
+    return [(slice(i, i + size), seeds[i : i + size]) for i in range(0, len(seeds), size)]
+
+
+def _progress_seeds(chunk: np.ndarray, seeds: np.ndarray) -> str:
+    if len(chunk) == len(seeds):
+        return f"{len(seeds)}"
+    return f"{len(chunk)} (of {len(seeds)})"
+
+
 def _tuning_runs(budget: Config, study: BudgetStudy, seeds, progress) -> np.ndarray:
     """Every setting on every scenario at the tuning seeds: ``(setting, scenario, seed)``."""
     from spsa_bench.engine.simulate import make_schedule
 
-    schedule = make_schedule(budget, budget.batch_mode(study.batch_mode), seeds)
     out = np.empty((len(study.settings), len(study.scenarios), len(seeds)))
-    for s, scenario in enumerate(study.scenarios):
-        if progress is not None:
-            runs = len(distinct_runs(study.settings))
-            progress(f"{budget.num_pairs:,} pairs, {scenario}: "
-                     f"{runs} settings on {len(seeds)} tuning seeds")  # fmt: skip
-        out[:, s] = _final_losses(budget, scenario, study.settings, schedule, seeds)
+    for columns, chunk in seed_chunks(seeds, budget.num_pairs):
+        schedule = make_schedule(budget, budget.batch_mode(study.batch_mode), chunk)
+        for s, scenario in enumerate(study.scenarios):
+            if progress is not None:
+                runs = len(distinct_runs(study.settings))
+                progress(f"{budget.num_pairs:,} pairs, {scenario}: {runs} settings on "
+                         f"{_progress_seeds(chunk, seeds)} tuning seeds")  # fmt: skip
+            out[:, s, columns] = _final_losses(budget, scenario, study.settings, schedule, chunk)
     return out
 
 
@@ -275,18 +295,20 @@ def _test_runs(budget: Config, study: BudgetStudy, chosen, seeds, progress) -> n
     a setting chosen twice (oracle and robust, or an unswept arm) runs once."""
     from spsa_bench.engine.simulate import make_schedule
 
-    schedule = make_schedule(budget, budget.batch_mode(study.batch_mode), seeds)
     settings = study.settings
     out = np.empty((*chosen.shape, len(seeds)))
-    for s, scenario in enumerate(study.scenarios):
-        needed = list(dict.fromkeys(int(k) for k in chosen[:, :, s].ravel()))
-        if progress is not None:
-            runs = len(distinct_runs([settings[k] for k in needed]))
-            progress(f"{budget.num_pairs:,} pairs, {scenario}: "
-                     f"{runs} chosen settings on {len(seeds)} test seeds")  # fmt: skip
-        losses = _final_losses(budget, scenario, [settings[k] for k in needed], schedule, seeds)
-        for a, t in np.ndindex(*chosen.shape[:2]):
-            out[a, t, s] = losses[needed.index(int(chosen[a, t, s]))]
+    for columns, chunk in seed_chunks(seeds, budget.num_pairs):
+        schedule = make_schedule(budget, budget.batch_mode(study.batch_mode), chunk)
+        for s, scenario in enumerate(study.scenarios):
+            needed = list(dict.fromkeys(int(k) for k in chosen[:, :, s].ravel()))
+            if progress is not None:
+                runs = len(distinct_runs([settings[k] for k in needed]))
+                progress(f"{budget.num_pairs:,} pairs, {scenario}: {runs} chosen settings on "
+                         f"{_progress_seeds(chunk, seeds)} test seeds")  # fmt: skip
+            arms = [settings[k] for k in needed]
+            losses = _final_losses(budget, scenario, arms, schedule, chunk)
+            for a, t in np.ndindex(*chosen.shape[:2]):
+                out[a, t, s, columns] = losses[needed.index(int(chosen[a, t, s]))]
     return out
 
 
