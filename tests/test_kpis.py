@@ -151,3 +151,45 @@ def test_pair_weighted_median_matches_repeated_median():
     sizes = np.array([[1, 3, 4], [2, 1, 1], [2, 1, 9]])
     hand = pair_weighted_median(sizes, np.array([[1, 1, 1], [1, 1, 1], [1, 1, 0]]) > 0)
     assert hand.tolist() == [3.5, 1.5, 2.0]
+
+
+def _one_seed_repeated(schedule: Schedule, seeds: int) -> Schedule:
+    """``schedule``'s first seed as the schedule of ``seeds`` identical seeds."""
+    import dataclasses
+
+    from spsa_bench.dispatch.schedule import PER_SEED_FIELDS
+
+    first = schedule.first_seed()
+    rows = {name: np.repeat(getattr(first, name), seeds, axis=0) for name in PER_SEED_FIELDS}
+    return dataclasses.replace(schedule, seeds=np.arange(seeds), **rows)
+
+
+def test_identical_seeds_is_seen_and_any_difference_breaks_it():
+    assert sync_schedule(np.arange(4), 100, 7).identical_seeds()
+    settings = AsyncSettings(num_workers=3, batch_size=5)
+    asynchronous = async_schedule(11, np.arange(4), 100, settings)
+    assert not asynchronous.identical_seeds()
+    repeated = _one_seed_repeated(asynchronous, 3)  # NaN times compare equal to themselves
+    assert repeated.identical_seeds()
+    repeated.worker_speed[2, 0] += 1e-12
+    assert not repeated.identical_seeds()
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_kpis_computed_once_for_identical_seeds_equal_the_seed_by_seed_ones(mode, monkeypatch):
+    """Identical seeds take the shortcut (one seed's KPIs, repeated): the same arrays,
+    bit for bit and dtype for dtype, as the general path seed by seed."""
+    if mode == "sync":
+        schedule = sync_schedule(np.arange(5), 1000, 36)
+    else:
+        settings = AsyncSettings(num_workers=4, batch_size=9)
+        schedule = _one_seed_repeated(async_schedule(3, np.arange(2), 1000, settings), 5)
+    assert schedule.identical_seeds()
+    fast = schedule_kpis(schedule)
+    monkeypatch.setattr(Schedule, "identical_seeds", lambda self: False)
+    general = schedule_kpis(schedule)
+    assert fast.keys() == general.keys()
+    for name, (dims, values) in general.items():
+        assert fast[name][0] == dims, name
+        assert fast[name][1].dtype == values.dtype, name
+        np.testing.assert_array_equal(fast[name][1], values, err_msg=name)

@@ -130,3 +130,25 @@ def test_scaled_signal_divides_by_two_sqrt_n():
     np.testing.assert_allclose(
         seen["scaled"][0], seen["raw"][0] / (2 * np.sqrt(problem.view.num_params))
     )
+
+
+def test_per_seed_arrays_of_identical_seeds_equal_the_seed_by_seed_ones(monkeypatch):
+    """A synchronous schedule's seeds are identical, so the replay derives its per-seed
+    arrays from the schedule once and repeats them: every array, dtype and value, as
+    the general path builds it seed by seed; and the replay's result is the same."""
+    from spsa_bench.dispatch.schedule import Schedule
+    from spsa_bench.engine.replay import _Seeds
+
+    schedule = sync_schedule(np.arange(6), CONFIG.num_pairs, 36)
+    assert schedule.identical_seeds()
+    fast = _Seeds.from_schedule(schedule, CONFIG.entropy, "arrival", 3, realized=True)
+    fast_run, _ = run(seeds=range(6))
+    monkeypatch.setattr(Schedule, "identical_seeds", lambda self: False)
+    general = _Seeds.from_schedule(schedule, CONFIG.entropy, "arrival", 3, realized=True)
+    general_run, _ = run(seeds=range(6))
+    for name in (*_Seeds.PER_SEED, "flips_by_job"):
+        a, b = getattr(fast, name), getattr(general, name)
+        assert a.dtype == b.dtype and a.shape == b.shape, name
+        np.testing.assert_array_equal(a, b, err_msg=name)
+    np.testing.assert_array_equal(fast_run.theta, general_run.theta)
+    np.testing.assert_array_equal(fast_run.outcome_counts, general_run.outcome_counts)

@@ -152,7 +152,16 @@ def pair_weighted_median(sizes: np.ndarray, mask: np.ndarray) -> np.ndarray:
 
 
 def schedule_kpis(schedule: Schedule) -> dict[str, tuple[tuple[str, ...], np.ndarray]]:
-    """All schedule KPIs of every seed (see the module docstring and :data:`KPI_ATTRS`)."""
+    """All schedule KPIs of every seed (see the module docstring and :data:`KPI_ATTRS`).
+
+    Every KPI of a seed depends on that seed's row alone, so when every seed has the
+    same schedule (the synchronous mode) they are computed once and repeated."""
+    if schedule.num_seeds > 1 and schedule.identical_seeds():
+        one = schedule_kpis(schedule.first_seed())
+        n_seeds = schedule.num_seeds
+        return {
+            name: (dims, np.repeat(values, n_seeds, axis=0)) for name, (dims, values) in one.items()
+        }
     n_seeds, n_workers = schedule.num_seeds, schedule.num_workers
     mask = schedule.job_mask()
     pairs = np.where(mask, schedule.job_pairs, 0)

@@ -30,11 +30,19 @@ use for ``job_arrived_before``). The literal references in
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
 
 ITERATION_COUNTERS = ("arrival", "dispatch")
+
+#: The :class:`Schedule` arrays with one row per seed (besides ``seeds``).
+PER_SEED_FIELDS = (
+    "n_jobs", "job_pairs", "job_offset", "job_arrived_before", "job_worker",
+    "job_dispatch_time", "job_arrival_time", "arrival_job", "worker_concurrency",
+    "worker_speed",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -56,6 +64,25 @@ class Schedule:
     @property
     def num_seeds(self) -> int:
         return int(self.seeds.shape[0])
+
+    def identical_seeds(self) -> bool:
+        """Every seed has the same jobs, workers, times and arrivals (always so in the
+        synchronous mode): whatever is computed seed by seed from the schedule alone
+        can then be computed once, on :meth:`first_seed`, and repeated."""
+        for name in PER_SEED_FIELDS:
+            values = getattr(self, name)
+            first = np.broadcast_to(values[:1], values.shape)
+            if not np.array_equal(values, first, equal_nan=values.dtype.kind == "f"):
+                return False
+        return True
+
+    def first_seed(self) -> Schedule:
+        """The schedule of the first seed alone."""
+        return dataclasses.replace(
+            self,
+            seeds=self.seeds[:1],
+            **{name: getattr(self, name)[:1] for name in PER_SEED_FIELDS},
+        )
 
     @property
     def max_jobs(self) -> int:

@@ -154,28 +154,38 @@ class _Seeds:
         views, and empty worker slots, for every seed of ``schedule`` (slots for the
         realized half-differences only when ``realized``)."""
         n_seeds, n_workers = schedule.num_seeds, schedule.num_workers
-        iter_local = schedule.iter_local(iteration_counter)
-        job_exists = schedule.job_mask()
         flips = streams.flips(entropy, schedule.seeds, schedule.max_jobs, n_params)
+        # every seed's arrays from the schedule alone: once and repeated where every
+        # seed has the same schedule (the synchronous mode)
+        identical = n_seeds > 1 and schedule.identical_seeds()
+        source = schedule.first_seed() if identical else schedule
+
+        def per_seed(values: np.ndarray) -> np.ndarray:
+            return np.repeat(values, n_seeds, axis=0) if identical else values
+
+        iter_local = source.iter_local(iteration_counter)
+        job_exists = source.job_mask()
         return cls(
             origin=np.arange(n_seeds),
             # job-major, so that each dispatch reads one contiguous block of flips
             flips_by_job=np.ascontiguousarray(flips.transpose(1, 0, 2)),
             uniforms=streams.match_draws(entropy, schedule.seeds, schedule.num_pairs),
-            iter_local=iter_local,
+            iter_local=per_seed(iter_local),
             job_pairs=schedule.job_pairs,
             job_offset=schedule.job_offset,
             job_worker=schedule.job_worker,
-            job_slot=np.where(job_exists, schedule.job_worker, n_workers),
-            job_exists=job_exists,
-            arrival_active=schedule.arrival_mask(),
-            arrival_worker=schedule.by_arrival(schedule.job_worker),
-            arrival_pairs=schedule.by_arrival(schedule.job_pairs).astype(np.float64),
-            arrival_iter=schedule.by_arrival(iter_local),
-            arrival_staleness=schedule.by_arrival(schedule.staleness_pairs()).astype(np.float64),
-            arrival_in_flight=schedule.by_arrival(
-                schedule.job_offset - schedule.job_arrived_before
-            ).astype(np.float64),
+            job_slot=per_seed(np.where(job_exists, source.job_worker, n_workers)),
+            job_exists=per_seed(job_exists),
+            arrival_active=per_seed(source.arrival_mask()),
+            arrival_worker=per_seed(source.by_arrival(source.job_worker)),
+            arrival_pairs=per_seed(source.by_arrival(source.job_pairs).astype(np.float64)),
+            arrival_iter=per_seed(source.by_arrival(iter_local)),
+            arrival_staleness=per_seed(
+                source.by_arrival(source.staleness_pairs()).astype(np.float64)
+            ),
+            arrival_in_flight=per_seed(
+                source.by_arrival(source.job_offset - source.job_arrived_before).astype(np.float64)
+            ),
             n_jobs=schedule.n_jobs,
             slot_c=np.zeros((n_seeds, n_workers + 1, n_params)),
             slot_flip=np.zeros((n_seeds, n_workers + 1, n_params)),
