@@ -165,10 +165,10 @@ def _peak_mb(mode: str, folder: Path, files: int = N_ARMS) -> int:
 def test_streaming_combine_stays_under_a_bound_the_in_memory_one_exceeds(run_files, tmp_path):
     """48 arms of 200 seeds x 160 checkpoints x 8 parameters: theta alone is 98 MB in
     memory, all checkpoint variables about 130 MB. Bound: the process's size after
-    opening one run file plus 150 MB (measured: the streaming combine about +90 MB,
-    the in-memory one about +830 MB). And what the cells add is their skeletons, not
-    their data: 12 arms to 48 adds less than 30 MB (measured 1 MB; 44 MB when HDF5
-    kept up to 64 MB of chunks a variable and skeletons were views)."""
+    opening one run file plus 150 MB (measured: the streaming combine about +43 MB,
+    the in-memory one about +890 MB). And what the cells add is their skeletons, not
+    their data: 12 arms to 48 adds less than 30 MB (measured 16 MB; 44 MB when
+    HDF5 kept up to 64 MB of chunks a variable and skeletons were views)."""
     one = open_run(run_files[0])
     seeds = np.arange(N_SEEDS)
     grown = one.isel(seed=seeds % one.sizes["seed"], pairs=np.arange(N_PAIRS) % one.sizes["pairs"])
