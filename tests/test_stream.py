@@ -163,8 +163,8 @@ def _peak_mb(mode: str, folder: Path, files: int = N_ARMS) -> int:
 
 @pytest.mark.slow
 def test_streaming_combine_stays_under_a_bound_the_in_memory_one_exceeds(run_files, tmp_path):
-    """48 arms of 200 seeds x 160 checkpoints x 8 parameters: theta alone is 98 MB in
-    memory, all checkpoint variables about 130 MB. Bound: the process's size after
+    """48 arms of 200 seeds x 160 checkpoints x 22 parameters: theta alone is 258 MB in
+    memory, all checkpoint variables about 290 MB. Bound: the process's size after
     opening one run file plus 150 MB (measured: the streaming combine about +43 MB,
     the in-memory one about +890 MB). And what the cells add is their skeletons, not
     their data: 12 arms to 48 adds less than 30 MB (measured 16 MB; 44 MB when
@@ -178,7 +178,7 @@ def test_streaming_combine_stays_under_a_bound_the_in_memory_one_exceeds(run_fil
             grown.assign_coords(optimizer=f"arm-{arm:02d}"), tmp_path / f"arm-{arm:02d}.nc"
         )
     theta_mb = N_ARMS * grown["theta"].nbytes / 2**20
-    assert theta_mb > 90
+    assert theta_mb > 250
     bound = _peak_mb("open", tmp_path) + 150
     streamed, in_memory = _peak_mb("stream", tmp_path), _peak_mb("memory", tmp_path)
     fewer = _peak_mb("stream", tmp_path, files=N_ARMS // 4)
