@@ -486,11 +486,11 @@ def budget_study_mem_mb(wildcards):
     """One simulation at a time, on the test or the tuning seeds, of at most
     MAX_SEED_PAIRS seed x pairs (more seeds run in chunks): 320-394 MB measured at 100
     seeds x 300,000 pairs (7 bytes per seed x pair)."""
-    from spsa_bench.engine.budget_study import MAX_SEED_PAIRS, study_settings
+    from spsa_bench.engine.budget_study import seeds_per_pass, study_settings
 
     study = study_settings(BENCH)
     seeds = max(BENCH.seeds_count, len(study.tuning_seeds or ()))
-    one_pass = max(min(seeds, max(1, MAX_SEED_PAIRS // n)) * n for n in study.num_pairs)
+    one_pass = max(min(seeds, seeds_per_pass(n)) * n for n in study.num_pairs)
     return fitted(150 + one_pass * 7 / 1e6)
 
 

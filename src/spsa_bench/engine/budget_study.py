@@ -261,10 +261,15 @@ def _final_losses(budget: Config, scenario: str, arms, schedule, seeds) -> np.nd
 MAX_SEED_PAIRS = 30_000_000
 
 
+def seeds_per_pass(num_pairs: int) -> int:
+    """Seeds one replay of ``num_pairs`` pairs holds: :data:`MAX_SEED_PAIRS` /
+    ``num_pairs``, at least one."""
+    return max(1, MAX_SEED_PAIRS // num_pairs)
+
+
 def seed_chunks(seeds: np.ndarray, num_pairs: int) -> list[tuple[slice, np.ndarray]]:
-    """``(columns, seeds)`` chunks of ``seeds`` of at most :data:`MAX_SEED_PAIRS` /
-    ``num_pairs`` seeds each (at least one)."""
-    size = max(1, MAX_SEED_PAIRS // num_pairs)
+    """``(columns, seeds)`` chunks of ``seeds`` of at most :func:`seeds_per_pass` seeds."""
+    size = seeds_per_pass(num_pairs)
     return [(slice(i, i + size), seeds[i : i + size]) for i in range(0, len(seeds), size)]
 
 

@@ -55,7 +55,7 @@ CACHE_SLACK = 1 << 16
 CACHE_SLOTS = 7
 
 
-def _per_seed(name, variable) -> bool:
+def _per_seed(variable) -> bool:
     return "seed" in variable.dims and GRID not in variable.dims
 
 
@@ -63,9 +63,9 @@ def _wide_integer(name, variable) -> bool:
     """A per-seed integer variable over more than the seed (the per-worker counts, the
     outcome counts): streamed when every cell has every seed (:func:`_streamed`)."""
     return (
-        _per_seed(name, variable)
+        _per_seed(variable)
         and variable.dtype.kind in "iu"
-        and set(variable.dims) - {"seed", *CELL_DIMS}
+        and bool(set(variable.dims) - {"seed", *CELL_DIMS})
         and name not in PARAM_PADDING
     )
 
@@ -78,9 +78,7 @@ def _kept_whole(head: xr.Dataset) -> list[str]:
     return [
         str(n)
         for n, v in head.data_vars.items()
-        if _per_seed(n, v)
-        and (v.dtype.kind != "f" or n in PARAM_PADDING)
-        and not _wide_integer(n, v)
+        if _per_seed(v) and (v.dtype.kind != "f" or n in PARAM_PADDING) and not _wide_integer(n, v)
     ]
 
 
@@ -126,7 +124,7 @@ def _streamed(template: xr.Dataset, wide_integers: bool) -> dict[str, xr.Variabl
         str(n): v.variable
         for n, v in template.data_vars.items()
         if GRID in v.dims
-        or (_per_seed(n, v) and v.dtype.kind == "f" and n not in PARAM_PADDING)
+        or (_per_seed(v) and v.dtype.kind == "f" and n not in PARAM_PADDING)
         or (wide_integers and _wide_integer(n, v))
     }
 
