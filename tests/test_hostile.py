@@ -382,14 +382,13 @@ def test_a_non_finite_run_is_refused_before_writing(tmp_path, monkeypatch):
     from spsa_bench.engine import simulate as engine
 
     config = load_config(tiny(tmp_path))
-    ds = engine.simulate(config, optimizer="spsa", batch_mode="sync", scenario="calibrated",
-                         seeds=range(2))  # fmt: skip
-    ds["elo_loss"][0, -1] = np.inf
+    run = engine.simulate_run(config, optimizer="spsa", batch_mode="sync", scenario="calibrated",
+                              seeds=range(2))  # fmt: skip
+    run["elo_loss"][0, -1] = np.inf
     with pytest.raises(ValueError, match="elo_loss has 1 non-finite"):
-        engine.check_finite_run(ds, "spsa/sync/calibrated")
-    ds = ds.copy()
-    ds["elo_loss"][0, -1] = 1.0
-    engine.check_finite_run(ds, "ok")  # NaN simulated_duration of a sync run is allowed
+        engine.check_finite_run(run, "spsa/sync/calibrated")
+    run["elo_loss"][0, -1] = 1.0
+    engine.check_finite_run(run, "ok")  # NaN simulated_duration of a sync run is allowed
 
 
 # ---------------------------------------------------------------- 5. accepted wrongly

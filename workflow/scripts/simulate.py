@@ -14,6 +14,8 @@ import time
 import warnings
 from pathlib import Path
 
+import numpy as np
+
 sys.stderr = open(snakemake.log[0], "w", buffering=1)  # noqa: SIM115 - lives as long as the job
 SRC = Path(snakemake.scriptdir).resolve().parents[1] / "src"  # scriptdir may hold ".."
 sys.path.insert(0, str(SRC))
@@ -28,8 +30,7 @@ from spsa_bench import workflow as grid  # noqa: E402
 from spsa_bench.config.limits import check_memory, run_bytes  # noqa: E402
 from spsa_bench.config.loader import resolve, scenario_param_count  # noqa: E402
 from spsa_bench.dispatch.storage import read_schedule  # noqa: E402
-from spsa_bench.engine.simulate import simulate  # noqa: E402
-from spsa_bench.results.atomic import write_atomic  # noqa: E402
+from spsa_bench.engine.simulate import simulate_run  # noqa: E402
 from spsa_bench.results.provenance import history, rule_command  # noqa: E402
 
 
@@ -66,7 +67,7 @@ def job_schedule(config, w, first: int, last: int):
 
 
 def run_cell(config, arm: str, w, first: int, last: int, schedule, output: str) -> None:
-    ds = simulate(
+    run = simulate_run(
         config,
         optimizer=arm,
         batch_mode=w.batch_mode,
@@ -74,15 +75,15 @@ def run_cell(config, arm: str, w, first: int, last: int, schedule, output: str) 
         seeds=range(first, last + 1),
         schedule=schedule,
     )
-    ds.attrs["history"] = history(
+    run.attrs["history"] = history(
         rule_command(snakemake.rule, dict(w.items()) | {"optimizer": arm}),
-        when=ds.attrs["created"],
+        when=run.attrs["created"],
     )
-    write_atomic(ds, output, compress=False)
-    loss = ds["elo_loss"].isel(pairs=-1)
+    run.write(output, compress=False)  # the layout xarray writes, without importing it
+    loss = run["elo_loss"][:, -1]
     print(
         f"{arm}/{w.batch_mode}/{w.scenario} seeds {first}-{last}: final Elo loss "
-        f"mean {float(loss.mean()):.3f}, median {float(loss.median()):.3f} ",
+        f"mean {loss.mean():.3f}, median {np.median(loss):.3f} ",
         end="",
         file=sys.stderr,
     )

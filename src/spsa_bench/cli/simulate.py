@@ -44,7 +44,7 @@ def add_parser(sub) -> None:
 
 def run(args: argparse.Namespace) -> int:
     clock = [time.perf_counter()]
-    from spsa_bench.engine.simulate import TIMED_PHASES, simulate
+    from spsa_bench.engine.simulate import TIMED_PHASES, simulate_run
 
     check_output(args)
     config = load(args)
@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     label = (
         f"{args.optimizer}/{args.batch_mode}/{args.scenario} seeds {chosen.start}-{chosen.stop - 1}"
     )
-    ds = simulate(
+    run_file = simulate_run(
         config,
         optimizer=args.optimizer,
         batch_mode=args.batch_mode,
@@ -66,16 +66,14 @@ def run(args: argparse.Namespace) -> int:
         progress=Progress(label, args.quiet),
     )
     clock.append(time.perf_counter())
-    from spsa_bench.results.atomic import write_atomic
-
-    path = write_atomic(ds, args.output, compress=False)
+    path = run_file.write(args.output, compress=False)  # netCDF4 directly, without xarray
     clock.append(time.perf_counter())
     if not args.quiet:
-        loss = ds["elo_loss"].isel(pairs=-1)
-        gap = float(ds["elo_loss"].isel(pairs=0).mean())  # per-seed instances differ
+        loss = run_file["elo_loss"]
+        final, gap = loss[:, -1].mean(), loss[:, 0].mean()  # per-seed instances differ
         print(
-            f"{label}: final Elo loss mean {float(loss.mean()):.3f} (mean start gap {gap:.3f}, "
-            f"{100 * (1 - float(loss.mean()) / gap):.1f}% recovered) -> {path}",
+            f"{label}: final Elo loss mean {final:.3f} (mean start gap {gap:.3f}, "
+            f"{100 * (1 - final / gap):.1f}% recovered) -> {path}",
             file=sys.stderr,
         )
     if args.timings:

@@ -14,11 +14,8 @@ import dataclasses
 from pathlib import Path
 
 import numpy as np
-import xarray as xr
 
 from spsa_bench.dispatch.schedule import Schedule
-from spsa_bench.results.atomic import write_atomic
-from spsa_bench.results.datasets import schedule_dataset
 
 #: Schedule fields stored as ``(seed, job)`` / ``(seed, event)`` variables of the same name.
 _JOB_FIELDS = (
@@ -41,6 +38,9 @@ def write_schedule(
     command: str | None = None,
 ) -> Path:
     """Write ``schedule`` to ``path`` atomically; ``command`` goes into the CF ``history``."""
+    from spsa_bench.results.atomic import write_atomic
+    from spsa_bench.results.datasets import schedule_dataset
+
     ds = schedule_dataset(
         schedule, batch_mode=batch_mode, config_json=settings_json, command=command
     )
@@ -60,6 +60,8 @@ def read_schedule(
     checked against the run that replays it (``num_pairs``, ``num_workers``, ``seeds``
     where given) and for consistency: every seed's jobs add up to ``num_pairs``.
     Any problem is one ``ValueError`` naming the file."""
+    import xarray as xr  # here: a synchronous simulate job reads no schedule
+
     try:
         with xr.open_dataset(path, engine="netcdf4") as ds:
             ds = ds.load()

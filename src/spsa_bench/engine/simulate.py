@@ -28,8 +28,10 @@ from spsa_bench.model.developer import DeveloperView
 from spsa_bench.model.instances import TruthPrior, draw_instances
 from spsa_bench.model.noise import OUTCOMES, VENDORED, NoiseModel, noise_model
 
-if TYPE_CHECKING:  # xarray is imported only once a run is built (see cli.simulate)
+if TYPE_CHECKING:  # a run is built and written without xarray (results.layout)
     import xarray as xr
+
+    from spsa_bench.results.layout import Layout
 
 
 #: The phases ``spsa-bench simulate --timings`` reports (and ``spsa-bench bench``'s
@@ -221,7 +223,30 @@ def simulate(
     progress: Callable[[int, int], None] | None = None,
 ) -> xr.Dataset:
     """Run one optimizer arm on one batch mode and scenario for ``seeds``."""
-    from spsa_bench.results.datasets import run_dataset
+    return simulate_run(
+        config,
+        optimizer=optimizer,
+        batch_mode=batch_mode,
+        scenario=scenario,
+        seeds=seeds,
+        schedule=schedule,
+        progress=progress,
+    ).to_dataset()
+
+
+def simulate_run(
+    config: Config,
+    *,
+    optimizer: str,
+    batch_mode: str,
+    scenario: str,
+    seeds: Sequence[int],
+    schedule: Schedule | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> Layout:
+    """:func:`simulate` as a :class:`~spsa_bench.results.layout.Layout`, which a
+    ``spsa-bench simulate`` process writes without importing xarray."""
+    from spsa_bench.results.runs import run_layout
 
     arm = config.optimizer(optimizer)
     mode = config.batch_mode(batch_mode)
@@ -239,7 +264,7 @@ def simulate(
         noise=noise,
         rounding=scenario_rounding(config, scenario),
     )
-    dataset = run_dataset(
+    run = run_layout(
         result,
         problem,
         seeds=schedule.seeds,
@@ -251,17 +276,17 @@ def simulate(
         kpis=kpis.schedule_kpis(schedule),
         kpi_attrs=kpis.KPI_ATTRS,
     )
-    dataset = with_outcome_counts(dataset, result.outcome_counts, noise)
-    check_finite_run(dataset, f"{optimizer}/{batch_mode}/{scenario}")
-    return dataset
+    add_outcome_counts(run, result.outcome_counts, noise)
+    check_finite_run(run, f"{optimizer}/{batch_mode}/{scenario}")
+    return run
 
 
-def with_outcome_counts(dataset: xr.Dataset, counts: np.ndarray, noise: NoiseModel) -> xr.Dataset:
-    """``outcome_counts(seed, outcome)`` and the noise model's attributes added to a run."""
-    dataset = dataset.assign_coords(
-        outcome=("outcome", list(OUTCOMES), {"long_name": "game-pair outcome (hero's view)"})
-    )
-    dataset["outcome_counts"] = (
+def add_outcome_counts(run: Layout, counts: np.ndarray, noise: NoiseModel) -> None:
+    """Add ``outcome_counts(seed, outcome)`` and the noise model's attributes to a run."""
+    outcome_attrs = {"long_name": "game-pair outcome (hero's view)"}
+    run.add("outcome", ("outcome",), list(OUTCOMES), outcome_attrs, coord=True)
+    run.add(
+        "outcome_counts",
         ("seed", "outcome"),
         counts,
         {
@@ -270,25 +295,24 @@ def with_outcome_counts(dataset: xr.Dataset, counts: np.ndarray, noise: NoiseMod
             "spsa_bench_unit": "pairs",
         },
     )
-    dataset.attrs.update(noise.attributes())
-    return dataset
+    run.attrs.update(noise.attributes())
 
 
-def check_finite_run(dataset: xr.Dataset, label: str) -> None:
+def check_finite_run(run: Layout, label: str) -> None:
     """Refuse a run holding a non-finite number (a NaN only where
-    :data:`spsa_bench.results.datasets.NAN_WHERE_NOT_APPLICABLE`),
+    :data:`spsa_bench.results.runs.NAN_WHERE_NOT_APPLICABLE`),
     so no infinity or stray NaN is ever written; the message names variable and seed."""
-    from spsa_bench.results.datasets import NAN_WHERE_NOT_APPLICABLE
+    from spsa_bench.results.runs import NAN_WHERE_NOT_APPLICABLE
 
-    for name, variable in dataset.variables.items():
-        if variable.dtype.kind not in "fc":
-            continue
+    for name, variable in run.variables.items():
         values = variable.values
+        if values.dtype.kind not in "fc":
+            continue
         bad = np.isinf(values) if name in NAN_WHERE_NOT_APPLICABLE else ~np.isfinite(values)
         if bad.any():
             where = np.argwhere(bad)[0]
             at = ", ".join(
-                f"{dim} {dataset[dim].values[i] if dim in dataset.coords else i}"
+                f"{dim} {run[dim][i] if dim in run.coord_names else i}"
                 for dim, i in zip(variable.dims, where, strict=True)
             )
             raise ValueError(

@@ -163,7 +163,12 @@ def write_atomic(ds: xr.Dataset, path: str | Path, *, compress: bool = True) -> 
         try:
             ds.to_netcdf(tmp, engine="netcdf4", format="NETCDF4", encoding=encoding)
         except (RuntimeError, OSError) as error:  # netCDF4 reports a full disk as RuntimeError
-            reason = getattr(error, "strerror", None) or str(error)
-            raise OSError(f"{path}: cannot write ({reason})") from None
+            raise cannot_write(path, error) from None
 
     return atomic_write(path, write)
+
+
+def cannot_write(path: str | Path, error: Exception) -> OSError:
+    """The error a failed NetCDF write raises: the path and the reason in one line."""
+    reason = getattr(error, "strerror", None) or str(error)
+    return OSError(f"{path}: cannot write ({reason})")

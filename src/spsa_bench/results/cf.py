@@ -9,8 +9,10 @@ project attribute ``spsa_bench_unit``. Values never change, only attributes.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
-import xarray as xr
+if TYPE_CHECKING:  # a run is built and written without xarray (results.layout)
+    import xarray as xr
 
 CONVENTIONS = "CF-1.11"
 #: Project attribute holding the human unit of a variable whose CF ``units`` is ``"1"``.
@@ -98,4 +100,6 @@ def labels_to_index(ds: xr.Dataset) -> xr.Dataset:
 def open_labelled(path) -> xr.Dataset:
     """Open a NetCDF file of the benchmark lazily, text labels as dimension indexes
     (:func:`labels_to_index`), so ``ds.sel(path="macro")`` works on any layout."""
+    import xarray as xr
+
     return labels_to_index(xr.open_dataset(path, engine="netcdf4"))

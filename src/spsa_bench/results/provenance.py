@@ -18,7 +18,6 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
-import xarray as xr
 
 from spsa_bench import __version__
 
@@ -59,6 +58,19 @@ def git_state(directory: Path | None = None) -> dict[str, str]:
     }
 
 
+def xarray_version() -> str:
+    """The xarray this process reads and writes with: the imported one, else the
+    installed one (a run file is written without importing xarray)."""
+    if "xarray" in sys.modules:
+        return sys.modules["xarray"].__version__
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("xarray")
+    except PackageNotFoundError:
+        return UNKNOWN
+
+
 def now() -> str:
     """The current UTC time, ISO 8601 to the second."""
     return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
@@ -86,7 +98,7 @@ def provenance(resolved_config_json: str, command: str | None = None) -> dict[st
     return {
         "spsa_bench_version": __version__,
         "numpy_version": np.__version__,
-        "xarray_version": xr.__version__,
+        "xarray_version": xarray_version(),
         **git_state(),
         "created": created,
         "history": history(command, when=created),
