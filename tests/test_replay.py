@@ -134,7 +134,7 @@ def test_scaled_signal_divides_by_two_sqrt_n():
 
 def test_per_seed_arrays_of_identical_seeds_equal_the_seed_by_seed_ones(monkeypatch):
     """A synchronous schedule's seeds are identical, so the replay derives its per-seed
-    arrays from the schedule once and repeats them: every array, dtype and value, as
+    arrays from the schedule once and broadcasts them: every array, dtype and value, as
     the general path builds it seed by seed; and the replay's result is the same."""
     from spsa_bench.dispatch.schedule import Schedule
     from spsa_bench.engine.replay import _Seeds
@@ -152,3 +152,43 @@ def test_per_seed_arrays_of_identical_seeds_equal_the_seed_by_seed_ones(monkeypa
         np.testing.assert_array_equal(a, b, err_msg=name)
     np.testing.assert_array_equal(fast_run.theta, general_run.theta)
     np.testing.assert_array_equal(fast_run.outcome_counts, general_run.outcome_counts)
+
+
+def test_job_major_flips_are_the_seed_major_flips_transposed():
+    seeds = np.array([0, 5, 9])
+    job_major = streams.flips(3, seeds, 7, 5, job_major=True)
+    assert job_major.flags.c_contiguous and job_major.shape == (7, 3, 5)
+    np.testing.assert_array_equal(job_major, streams.flips(3, seeds, 7, 5).transpose(1, 0, 2))
+
+
+def test_a_sync_schedule_is_one_row_broadcast_and_replays_as_a_materialized_one(monkeypatch):
+    """sync_schedule keeps one row per array (stride 0 along the seeds, read-only); a
+    copy with a row per seed, replayed on the general (seed by seed) path, gives the
+    same result bit for bit."""
+    import dataclasses
+
+    from spsa_bench.dispatch.schedule import PER_SEED_FIELDS, Schedule
+
+    schedule = sync_schedule(np.arange(5), CONFIG.num_pairs, 36)
+    for name in PER_SEED_FIELDS:
+        values = getattr(schedule, name)
+        assert values.strides[0] == 0 and not values.flags.writeable, name
+    rows = {name: np.array(getattr(schedule, name)) for name in PER_SEED_FIELDS}
+    materialized = dataclasses.replace(schedule, **rows)
+    assert materialized.identical_seeds()
+    problem = make_problem(CONFIG, "mixed")
+
+    def replayed(schedule):
+        opt = optimizers.build("adam", problem.view)
+        return replay(opt, schedule, problem.bowl, problem.view, entropy=CONFIG.entropy)
+
+    broadcast_run = replayed(schedule)
+    monkeypatch.setattr(Schedule, "identical_seeds", lambda self: False)
+    general_run = replayed(materialized)
+    np.testing.assert_array_equal(broadcast_run.theta, general_run.theta)
+    for name, values in broadcast_run.extras.items():
+        np.testing.assert_array_equal(values, general_run.extras[name], err_msg=name)
+    np.testing.assert_array_equal(broadcast_run.outcome_counts, general_run.outcome_counts)
+    np.testing.assert_array_equal(
+        broadcast_run.avg_step_size_last_100, general_run.avg_step_size_last_100
+    )

@@ -68,9 +68,14 @@ class Schedule:
     def identical_seeds(self) -> bool:
         """Every seed has the same jobs, workers, times and arrivals (always so in the
         synchronous mode): whatever is computed seed by seed from the schedule alone
-        can then be computed once, on :meth:`first_seed`, and repeated."""
+        can then be computed once, on :meth:`first_seed`, and repeated.
+
+        Rows broadcast from one (stride 0 along the seeds, as :func:`sync_schedule`
+        builds them) are the same by construction and are not compared."""
         for name in PER_SEED_FIELDS:
             values = getattr(self, name)
+            if values.strides[0] == 0:
+                continue
             first = np.broadcast_to(values[:1], values.shape)
             if not np.array_equal(values, first, equal_nan=values.dtype.kind == "f"):
                 return False
@@ -178,7 +183,9 @@ def arrived_before_dispatch(
 def sync_schedule(seeds, num_pairs: int, batch_size: int) -> Schedule:
     """One worker, fixed batches of ``batch_size`` pairs, the last one cut to the budget.
 
-    Durations are not simulated in the synchronous mode (times are NaN).
+    Durations are not simulated in the synchronous mode (times are NaN). Every seed
+    has the same schedule, so each per-seed array is one row broadcast to all seeds
+    (read-only, stride 0: no memory per seed).
     """
     seeds = np.asarray(seeds, dtype=np.int64)
     if num_pairs <= 0 or batch_size <= 0:
@@ -189,26 +196,27 @@ def sync_schedule(seeds, num_pairs: int, batch_size: int) -> Schedule:
     pairs[-1] = num_pairs - batch_size * (n_jobs - 1)
     offset = np.concatenate(([0], np.cumsum(pairs)[:-1]))
 
-    def tile(row: np.ndarray) -> np.ndarray:
-        return np.ascontiguousarray(np.broadcast_to(row, (n_seeds, row.shape[0])))
+    def tile(row) -> np.ndarray:
+        return np.broadcast_to(np.asarray(row), (n_seeds,) + np.shape(row))
 
-    nan = np.full((n_seeds, n_jobs), np.nan)
     job_pairs = tile(pairs)
     arrival_job = tile(np.arange(n_jobs, dtype=np.int64))
+    n_jobs_per_seed = tile(np.int64(n_jobs))
+    nan = tile(np.full(n_jobs, np.nan))
     return Schedule(
         seeds=seeds,
         num_workers=1,
         num_pairs=int(num_pairs),
-        n_jobs=np.full(n_seeds, n_jobs, dtype=np.int64),
+        n_jobs=n_jobs_per_seed,
         job_pairs=job_pairs,
         job_offset=tile(offset),
-        job_arrived_before=arrived_before_dispatch(
-            job_pairs, arrival_job, 1, np.full(n_seeds, n_jobs, dtype=np.int64)
+        job_arrived_before=tile(
+            arrived_before_dispatch(job_pairs[:1], arrival_job[:1], 1, n_jobs_per_seed[:1])[0]
         ),
-        job_worker=np.zeros((n_seeds, n_jobs), dtype=np.int64),
+        job_worker=tile(np.zeros(n_jobs, dtype=np.int64)),
         job_dispatch_time=nan,
-        job_arrival_time=nan.copy(),
+        job_arrival_time=nan,
         arrival_job=arrival_job,
-        worker_concurrency=np.ones((n_seeds, 1), dtype=np.int64),
-        worker_speed=np.ones((n_seeds, 1)),
+        worker_concurrency=tile(np.ones(1, dtype=np.int64)),
+        worker_speed=tile(np.ones(1)),
     )

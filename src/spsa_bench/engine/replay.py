@@ -154,21 +154,20 @@ class _Seeds:
         views, and empty worker slots, for every seed of ``schedule`` (slots for the
         realized half-differences only when ``realized``)."""
         n_seeds, n_workers = schedule.num_seeds, schedule.num_workers
-        flips = streams.flips(entropy, schedule.seeds, schedule.max_jobs, n_params)
-        # every seed's arrays from the schedule alone: once and repeated where every
-        # seed has the same schedule (the synchronous mode)
+        flips = streams.flips(entropy, schedule.seeds, schedule.max_jobs, n_params, job_major=True)
+        # every seed's arrays from the schedule alone: once, and broadcast (read-only,
+        # no memory per seed) where every seed has the same schedule (the synchronous mode)
         identical = n_seeds > 1 and schedule.identical_seeds()
         source = schedule.first_seed() if identical else schedule
 
         def per_seed(values: np.ndarray) -> np.ndarray:
-            return np.repeat(values, n_seeds, axis=0) if identical else values
+            return np.broadcast_to(values, (n_seeds,) + values.shape[1:]) if identical else values
 
         iter_local = source.iter_local(iteration_counter)
         job_exists = source.job_mask()
         return cls(
             origin=np.arange(n_seeds),
-            # job-major, so that each dispatch reads one contiguous block of flips
-            flips_by_job=np.ascontiguousarray(flips.transpose(1, 0, 2)),
+            flips_by_job=flips,  # job-major: each dispatch reads one contiguous block
             uniforms=streams.match_draws(entropy, schedule.seeds, schedule.num_pairs),
             iter_local=per_seed(iter_local),
             job_pairs=schedule.job_pairs,
@@ -197,6 +196,8 @@ class _Seeds:
         """Row indices, the flat uniforms and the per-column uniformity flags."""
 
         def same(array: np.ndarray) -> np.ndarray:
+            if array.strides[0] == 0:  # one row broadcast to every seed
+                return np.ones(array.shape[1:], dtype=bool)
             return np.all(array == array[:1], axis=0)
 
         self.rows = np.arange(self.origin.shape[0])

@@ -37,20 +37,25 @@ def generator(entropy: int, seed: int, purpose: str, *extra: int) -> np.random.G
     return np.random.Generator(bit_generator(entropy, seed, purpose, *extra))
 
 
-def flips(entropy: int, seeds: np.ndarray, num_jobs: int, num_params: int) -> np.ndarray:
-    """Rademacher flips, shape ``(seed, job, param)``, values in {-1, +1} as int8.
+def flips(
+    entropy: int, seeds: np.ndarray, num_jobs: int, num_params: int, *, job_major: bool = False
+) -> np.ndarray:
+    """Rademacher flips, shape ``(seed, job, param)``, values in {-1, +1} as int8
+    (``job_major``: the same flips laid out ``(job, seed, param)``, as the replay reads them).
 
     Job ``j`` of seed ``s`` always gets the same flip, whatever the number of
     jobs drawn (rows are filled in job order from the seed's own stream).
     """
     n_bits = num_jobs * num_params
     n_words = -(-n_bits // 64)
-    bits = np.empty((len(seeds), n_bits), dtype=np.uint8)
+    shape = (num_jobs, len(seeds), num_params) if job_major else (len(seeds), num_jobs, num_params)
+    out = np.empty(shape, dtype=np.int8)
+    by_seed = out.transpose(1, 0, 2) if job_major else out  # a view: (seed, job, param)
     for row, seed in enumerate(seeds):  # stream setup only: one draw call per seed
         words = bit_generator(entropy, seed, "flips").random_raw(n_words).astype("<u8")
-        bits[row] = np.unpackbits(words.view(np.uint8), count=n_bits, bitorder="little")
-    # bit b of the seed's raw stream is the flip of job b // num_params, param b % num_params
-    out = bits.view(np.int8).reshape(len(seeds), num_jobs, num_params)
+        bits = np.unpackbits(words.view(np.uint8), count=n_bits, bitorder="little")
+        # bit b of the seed's raw stream is the flip of job b // num_params, param b % num_params
+        by_seed[row] = bits.view(np.int8).reshape(num_jobs, num_params)
     out *= 2
     out -= 1
     return out
