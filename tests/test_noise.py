@@ -211,6 +211,31 @@ def test_stored_preset_parameters_are_what_the_root_finder_gives(name):
     assert noise_model(name).parameters == noise.PRESET_PARAMETERS[name]
 
 
+@pytest.mark.parametrize("name", list(noise.PRESETS))
+def test_stored_preset_knots_are_a_fresh_solve_and_the_table_plays_them(name, tmp_path):
+    """The stored knots of a preset equal a fresh solve (to the last bits numpy's tanh
+    may move across CPUs and releases), the table a preset plays is built from them,
+    and write_preset_knots writes exactly what is shipped when solved here."""
+    draw_rate, sigma2 = noise.PRESETS[name]
+    stored = np.load(noise._knots_path(name))
+    values, slopes = noise.solve_threshold_knots(draw_rate, sigma2)
+    assert stored.shape == (2, values.shape[0], 4) and stored.dtype == np.float64
+    np.testing.assert_allclose(stored[0], values, rtol=0, atol=1e-14)
+    np.testing.assert_allclose(stored[1], slopes, rtol=1e-12, atol=1e-18)
+    table = noise._threshold_columns(draw_rate, sigma2)
+    np.testing.assert_array_equal(table[12:16, :], stored[0][:-1].T)  # c0 = the left knot's value
+    np.testing.assert_array_equal(table[8:12, :], (stored[1][:-1] * noise._STEP).T)  # c1
+    written = noise.write_preset_knots(tmp_path)
+    assert [path.name for path in written] == [f"noise-knots-{p}.npy" for p in noise.PRESETS]
+    np.testing.assert_allclose(np.load(tmp_path / f"noise-knots-{name}.npy"), stored, atol=1e-14)
+
+
+def test_a_custom_model_solves_its_knots():
+    model = noise_model({"draw_rate": 0.6, "sigma2": 0.45})
+    solved = noise.solve_threshold_knots(0.6, 0.45)
+    np.testing.assert_array_equal(model._columns[12:16], solved[0][:-1].T)
+
+
 @pytest.mark.parametrize(
     ("setting", "message"),
     [

@@ -42,6 +42,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+from pathlib import Path
 
 import numpy as np
 
@@ -362,9 +363,41 @@ def _threshold_columns(draw_rate: float, sigma2: float) -> np.ndarray:
 
     Rows: c3 of the four thresholds, then c2, c1, c0; on cell ``j`` with local coordinate
     ``f`` in [0, 1) a threshold is ``((c3 f + c2) f + c1) f + c0``, matching the exact
-    values and slopes (``dP/dx = -dP/dmu dmu/dx``, ``dmu/dx`` from the score equation)
-    at both knots.
+    values and slopes (:func:`_threshold_knots`) at both knots.
     """
+    values, slopes = _threshold_knots(draw_rate, sigma2)
+    f0, f1 = values[:-1], values[1:]
+    m0, m1 = slopes[:-1] * _STEP, slopes[1:] * _STEP
+    table = np.stack([2 * (f0 - f1) + m0 + m1, 3 * (f1 - f0) - 2 * m0 - m1, m0, f0], axis=1)
+    columns = np.ascontiguousarray(table.reshape(table.shape[0], 16).T)
+    columns.setflags(write=False)
+    return columns
+
+
+#: Where the presets' threshold knots are stored (:func:`write_preset_knots`).
+KNOTS_DIR = Path(__file__).resolve().parent / "data"
+
+
+def _knots_path(preset: str, directory: Path | None = None) -> Path:
+    return (directory or KNOTS_DIR) / f"noise-knots-{preset}.npy"
+
+
+def _threshold_knots(draw_rate: float, sigma2: float) -> tuple[np.ndarray, np.ndarray]:
+    """The four cumulative thresholds and their slopes in the opponent's Elo at every knot
+    of the grid, ``(knots, 4)`` each: a preset's as stored (solved once by
+    :func:`solve_threshold_knots` and written by :func:`write_preset_knots`, so that a
+    process skips the solve, a sixth of a 1000-seed ``simulate``, and the values do not
+    depend on the CPU's ``tanh``), any other model's solved now."""
+    for name, target in PRESETS.items():
+        if target == (draw_rate, sigma2) and _knots_path(name).is_file():
+            stored = np.load(_knots_path(name))
+            return stored[0], stored[1]
+    return solve_threshold_knots(draw_rate, sigma2)
+
+
+def solve_threshold_knots(draw_rate: float, sigma2: float) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_threshold_knots` solved: the exact values at the knots, and their slopes
+    ``dP/dx = -dP/dmu dmu/dx`` with ``dmu/dx`` from the score equation."""
     delta, tau = _calibrate(draw_rate, sigma2)
     eta = tau * _UNIT_NODES
     grid = np.linspace(
@@ -377,12 +410,21 @@ def _threshold_columns(draw_rate: float, sigma2: float) -> np.ndarray:
     dtarget_dhero = _K * (1.0 - np.tanh(_K * hero) ** 2)
     dmu_dgrid = -dtarget_dhero / dscore_dmu  # grid = -hero
     slopes = np.cumsum(_pair_slopes(mu, delta, eta)[:, :4], axis=1) * dmu_dgrid[:, None]
-    f0, f1 = values[:-1], values[1:]
-    m0, m1 = slopes[:-1] * _STEP, slopes[1:] * _STEP
-    table = np.stack([2 * (f0 - f1) + m0 + m1, 3 * (f1 - f0) - 2 * m0 - m1, m0, f0], axis=1)
-    columns = np.ascontiguousarray(table.reshape(table.shape[0], 16).T)
-    columns.setflags(write=False)
-    return columns
+    return values, slopes
+
+
+def write_preset_knots(directory: Path | None = None) -> list[Path]:
+    """Solve and store every preset's knots (``(2, knots, 4)`` float64: values, slopes).
+
+    Run after changing the family's equations; the tests check the stored knots against
+    a fresh solve."""
+    paths = []
+    for name, (draw_rate, sigma2) in PRESETS.items():
+        path = _knots_path(name, directory)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        np.save(path, np.stack(solve_threshold_knots(draw_rate, sigma2)))
+        paths.append(path)
+    return paths
 
 
 VENDORED = NoiseModel("vendored")
