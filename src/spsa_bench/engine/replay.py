@@ -201,6 +201,12 @@ class _Seeds:
             return np.all(array == array[:1], axis=0)
 
         self.rows = np.arange(self.origin.shape[0])
+        # where the rows go in the caller's per-seed arrays: a slice (a view, written in
+        # place) while every seed still runs, else the gather of the remaining ones
+        # (origin is increasing, so it is the identity exactly when it ends at n - 1)
+        n_rows = self.origin.shape[0]
+        every_seed = n_rows == 0 or int(self.origin[-1]) == n_rows - 1
+        self.to_origin = slice(None) if every_seed else self.origin
         self.flat_uniforms = self.uniforms.reshape(-1)
         self.job_uniform = same(self.job_pairs) & same(self.job_offset) & same(self.job_worker)
         self.job_uniform &= np.all(self.job_exists, axis=0)
@@ -336,7 +342,7 @@ class _Replay:
             start = seeds.job_offset[0, job]
             u = seeds.uniforms[:, start : start + seeds.job_pairs[0, job]]
             counts, net = pentanomial.counts_and_net_wins(u, thresholds)
-            self.outcome_counts[seeds.origin] += counts
+            self.outcome_counts[seeds.to_origin] += counts
             slot = seeds.job_worker[0, job]
             if self.lockstep:  # fresh arrays, handed over whole: nothing to copy
                 self.in_flight[slot] = (c, flip, net, realized)
@@ -351,7 +357,7 @@ class _Replay:
                 seeds.flat_uniforms, self.schedule.num_pairs, seeds.job_offset[:, job], sizes
             )
             counts, net = pentanomial.counts_and_net_wins_from_segments(u, thresholds, sizes)
-            self.outcome_counts[seeds.origin] += counts
+            self.outcome_counts[seeds.to_origin] += counts
             slot, rows = seeds.job_slot[:, job], seeds.rows
             seeds.slot_c[rows, slot], seeds.slot_flip[rows, slot] = c, flip
             seeds.slot_result[rows, slot] = net
@@ -377,8 +383,8 @@ class _Replay:
             realized[:, columns] = difference * 0.5
             equal, swapped = probe_outcomes(difference, flip[:, columns])
             exists = self.seeds.job_exists[:, job]
-            self.probe_equal[self.seeds.origin] += np.where(exists, equal, 0)
-            self.probe_swapped[self.seeds.origin] += np.where(exists, swapped, 0)
+            self.probe_equal[self.seeds.to_origin] += np.where(exists, equal, 0)
+            self.probe_swapped[self.seeds.to_origin] += np.where(exists, swapped, 0)
         opponent = self.bowl.opponent_elo(plus, minus)
         if np.isnan(opponent).any():
             bad = int(np.flatnonzero(np.isnan(opponent))[0])
@@ -439,7 +445,7 @@ class _Replay:
         theta = self.optimizer.export(state)
         if event >= self.last_steps_from:  # only the last 100 steps of a seed are summarised
             moved = theta - self.theta
-            self.step_norm[seeds.origin, event] = np.sqrt(np.einsum("sp,sp->s", moved, moved))
+            self.step_norm[seeds.to_origin, event] = np.sqrt(np.einsum("sp,sp->s", moved, moved))
         self.theta = theta
 
     def record(self, event: int) -> None:
