@@ -58,3 +58,26 @@ def test_an_unknown_attribute_is_an_attribute_error():
         assert "no_such_name" in str(error)
     else:
         raise AssertionError("spsa_bench.no_such_name did not raise")
+
+
+def test_the_command_line_runs_blas_on_one_thread_unless_told_otherwise():
+    """spsa_bench.cli (and the workflow) default the BLAS pools to one thread before
+    numpy loads; a value the environment sets is kept."""
+    code = (
+        "import os, spsa_bench.cli, numpy; "
+        "print(os.environ['OPENBLAS_NUM_THREADS'], os.environ['MKL_NUM_THREADS'])"
+    )
+    assert _python(code).stdout.split() == ["1", "1"]
+    # numpy loaded after the setting: OpenBLAS started no thread of its own
+    threads = "import os, spsa_bench.cli.main, numpy; print(len(os.listdir('/proc/self/task')))"
+    assert _python(threads).stdout.strip() == "1"
+    env = {"PYTHONPATH": SRC, "PATH": "/usr/bin:/bin", "OPENBLAS_NUM_THREADS": "3"}
+    kept = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert kept.stdout.split() == ["3", "1"], kept.stderr
+
+
+def test_importing_the_package_leaves_the_thread_settings_alone():
+    code = "import os, spsa_bench.engine.simulate; print('OPENBLAS_NUM_THREADS' in os.environ)"
+    assert _python(code).stdout.strip() == "False"

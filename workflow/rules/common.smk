@@ -10,6 +10,13 @@ from snakemake.utils import update_config, validate
 # The workflow runs the spsa_bench code of its own repository.
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 
+# Every job is single-threaded (threads: 1): its BLAS pools get one thread unless the
+# environment sets them, as the spsa-bench command does (spsa_bench.threads). The
+# jobs inherit the variables, locally and through SLURM's exported environment.
+from spsa_bench.threads import single_threaded_blas
+
+single_threaded_blas()
+
 from spsa_bench import workflow as grid
 from spsa_bench.config.loader import (
     ConfigError,
