@@ -192,3 +192,56 @@ def test_a_sync_schedule_is_one_row_broadcast_and_replays_as_a_materialized_one(
     np.testing.assert_array_equal(
         broadcast_run.avg_step_size_last_100, general_run.avg_step_size_last_100
     )
+
+
+def test_the_match_window_reads_what_the_whole_streams_hold():
+    """MatchWindow gives the draws of match_draws whatever the jobs: blocks common to
+    every seed, ragged jobs with padding (size 0), windows moved seed by seed, and
+    seeds dropped in between."""
+    seeds, num_pairs = np.array([4, 0, 11, 7, 2]), 997
+    whole = streams.match_draws(5, seeds, num_pairs)
+    window = streams.MatchWindow(5, seeds, num_pairs, width=40, longest_job=19)
+    assert window.buffer.shape == (5, 40)
+    rows = np.arange(5)
+    offset = 0
+    for size in (7, 19, 3, 19, 19, 1, 12):  # every seed alike: plain slices
+        np.testing.assert_array_equal(window.block(offset, size), whole[:, offset : offset + size])
+        offset += size
+    rng = np.random.default_rng(0)
+    offsets = np.full(5, offset)
+    while (offsets < num_pairs).any():  # ragged: each seed at its own pace
+        sizes = np.minimum(rng.integers(0, 20, size=rows.shape[0]), num_pairs - offsets)
+        expected = np.concatenate(
+            [whole[row, o : o + z] for row, o, z in zip(rows, offsets, sizes, strict=True)]
+        )
+        np.testing.assert_array_equal(window.segments(offsets, sizes), expected)
+        offsets = offsets + sizes
+        if rows.shape[0] == 5 and offsets.min() > 500:  # drop two seeds midway
+            kept = np.array([0, 2, 4])
+            window.keep(kept)
+            rows, offsets = rows[kept], offsets[kept]
+    with pytest.raises(ValueError, match="cannot hold a job of 50"):
+        streams.MatchWindow(5, seeds, num_pairs, width=40, longest_job=50)
+
+
+@pytest.mark.parametrize("mode", ["sync", "async-fixed", "async-variable"])
+def test_a_replay_through_a_small_match_window_is_the_same(mode, monkeypatch):
+    """Windows of four jobs (moved every few jobs, seed by seed in the asynchronous
+    modes, through compaction in async-variable) replay bit for bit as the default
+    window, which holds a 1500-pair budget whole."""
+    from spsa_bench.engine import replay as replay_module
+    from spsa_bench.engine.simulate import make_schedule
+
+    problem = make_problem(CONFIG, "mixed")
+    schedule = make_schedule(CONFIG, CONFIG.batch_mode(mode), list(range(6)))
+
+    def replayed():
+        opt = optimizers.build("spsa", problem.view)
+        return replay(opt, schedule, problem.bowl, problem.view, entropy=CONFIG.entropy)
+
+    whole = replayed()
+    monkeypatch.setattr(replay_module, "MATCH_WINDOW", 1)
+    windowed = replayed()
+    np.testing.assert_array_equal(windowed.theta, whole.theta)
+    np.testing.assert_array_equal(windowed.outcome_counts, whole.outcome_counts)
+    assert whole.outcome_counts.sum() == 6 * CONFIG.num_pairs

@@ -37,6 +37,9 @@ from spsa_bench.optimizers.base import Optimizer, Report
 
 SIGNALS = ("raw", "scaled")
 LAST_STEPS = 100  # avg_step_size_last_100 averages the last this many updates of a seed
+#: Match draws held per seed at a time (streams.MatchWindow; 4 jobs if they are longer):
+#: 32 MB for 1000 seeds instead of 4 bytes x pairs (120 MB at 30,000 pairs).
+MATCH_WINDOW = 8192
 
 
 class NonFiniteStateError(RuntimeError):
@@ -98,21 +101,6 @@ class _Recorder:
         return self.seed_index[lo:hi], self.grid_index[lo:hi]
 
 
-def _job_uniforms(
-    flat_uniforms: np.ndarray, pairs_per_seed: int, offsets: np.ndarray, sizes: np.ndarray
-) -> np.ndarray:
-    """The match uniforms of one job for every seed, concatenated seed after seed.
-
-    Seed ``s`` contributes ``sizes[s]`` uniforms starting at ``offsets[s]`` of its own stream.
-    """
-    total = int(sizes.sum())
-    starts = offsets + np.arange(sizes.shape[0]) * pairs_per_seed  # in the flat array
-    # index of pair i of the concatenation: starts[seed] + (i - first position of seed)
-    first = np.cumsum(sizes) - sizes
-    index = np.repeat(starts - first, sizes) + np.arange(total)
-    return flat_uniforms[index]
-
-
 class _Seeds:
     """Every per-seed array the event loop reads, for the seeds still running.
 
@@ -129,14 +117,15 @@ class _Seeds:
     """
 
     PER_SEED = (
-        "origin", "uniforms", "iter_local", "job_pairs", "job_offset", "job_worker",
+        "origin", "iter_local", "job_pairs", "job_offset", "job_worker",
         "job_slot", "job_exists", "arrival_active", "arrival_worker", "arrival_pairs",
         "arrival_iter", "arrival_staleness", "arrival_in_flight", "n_jobs", "slot_c",
         "slot_flip", "slot_result", "slot_realized",
     )  # fmt: skip
 
-    def __init__(self, flips_by_job: np.ndarray, **arrays):
+    def __init__(self, flips_by_job: np.ndarray, draws: streams.MatchWindow, **arrays):
         self.flips_by_job = flips_by_job
+        self.draws = draws
         for name in self.PER_SEED:
             setattr(self, name, arrays[name])
         self._derive()
@@ -163,12 +152,19 @@ class _Seeds:
         def per_seed(values: np.ndarray) -> np.ndarray:
             return np.broadcast_to(values, (n_seeds,) + values.shape[1:]) if identical else values
 
+        longest_job = int(schedule.job_pairs.max(initial=0))
         iter_local = source.iter_local(iteration_counter)
         job_exists = source.job_mask()
         return cls(
             origin=np.arange(n_seeds),
             flips_by_job=flips,  # job-major: each dispatch reads one contiguous block
-            uniforms=streams.match_draws(entropy, schedule.seeds, schedule.num_pairs),
+            draws=streams.MatchWindow(
+                entropy,
+                schedule.seeds,
+                schedule.num_pairs,
+                width=max(MATCH_WINDOW, 4 * longest_job),
+                longest_job=longest_job,
+            ),
             iter_local=per_seed(iter_local),
             job_pairs=schedule.job_pairs,
             job_offset=schedule.job_offset,
@@ -193,7 +189,8 @@ class _Seeds:
         )
 
     def _derive(self) -> None:
-        """Row indices, the flat uniforms and the per-column uniformity flags."""
+        """Row indices, where they go in the caller's arrays, and the per-column
+        uniformity flags."""
 
         def same(array: np.ndarray) -> np.ndarray:
             if array.strides[0] == 0:  # one row broadcast to every seed
@@ -207,7 +204,6 @@ class _Seeds:
         n_rows = self.origin.shape[0]
         every_seed = n_rows == 0 or int(self.origin[-1]) == n_rows - 1
         self.to_origin = slice(None) if every_seed else self.origin
-        self.flat_uniforms = self.uniforms.reshape(-1)
         self.job_uniform = same(self.job_pairs) & same(self.job_offset) & same(self.job_worker)
         self.job_uniform &= np.all(self.job_exists, axis=0)
         self.iter_uniform = same(self.iter_local)
@@ -219,6 +215,7 @@ class _Seeds:
         for name in self.PER_SEED:
             setattr(self, name, getattr(self, name)[rows])
         self.flips_by_job = self.flips_by_job[:, rows]  # (job, seed, param): seeds on axis 1
+        self.draws.keep(rows)
         self._derive()
 
 
@@ -339,8 +336,7 @@ class _Replay:
         opponent, realized = self._opponent_elo(job, step, flip)
         thresholds = self.noise.fast_draw_thresholds(opponent)
         if seeds.job_uniform[job]:
-            start = seeds.job_offset[0, job]
-            u = seeds.uniforms[:, start : start + seeds.job_pairs[0, job]]
+            u = seeds.draws.block(int(seeds.job_offset[0, job]), int(seeds.job_pairs[0, job]))
             counts, net = pentanomial.counts_and_net_wins(u, thresholds)
             self.outcome_counts[seeds.to_origin] += counts
             slot = seeds.job_worker[0, job]
@@ -353,9 +349,7 @@ class _Replay:
                     seeds.slot_realized[:, slot] = realized
         else:
             sizes = seeds.job_pairs[:, job]
-            u = _job_uniforms(
-                seeds.flat_uniforms, self.schedule.num_pairs, seeds.job_offset[:, job], sizes
-            )
+            u = seeds.draws.segments(seeds.job_offset[:, job], sizes)
             counts, net = pentanomial.counts_and_net_wins_from_segments(u, thresholds, sizes)
             self.outcome_counts[seeds.to_origin] += counts
             slot, rows = seeds.job_slot[:, job], seeds.rows

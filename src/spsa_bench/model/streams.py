@@ -78,3 +78,81 @@ def match_draws(entropy: int, seeds: np.ndarray, num_pairs: int) -> np.ndarray:
         words = bit_generator(entropy, seed, "match").random_raw(n_words).astype("<u8", copy=False)
         out[row] = words.view("<u4")[:num_pairs]
     return out
+
+
+def _draws(stream: np.random.BitGenerator, count: int) -> np.ndarray:
+    """The stream's next ``count`` (even) match draws, as :func:`match_draws` splits them."""
+    return stream.random_raw(count // 2).astype("<u8", copy=False).view("<u4")
+
+
+class MatchWindow:
+    """The draws of :func:`match_draws` for many seeds, held a window of pairs at a time.
+
+    All of them cost 4 bytes x seeds x pairs (120 MB for 1000 seeds x 30,000 pairs), and
+    in a fresh process such memory is paid for when first touched. The window holds draws
+    ``start[s] .. start[s] + width - 1`` of seed ``s``. A replay reads a seed's draws
+    in dispatch order (a job starts where the seed's previous job ended), so when a job
+    reaches past a seed's window, the window moves up to the job's first draw: the
+    draws before it are never read again, the rest is kept, and the seed's stream goes
+    on where it stopped. What is read is :func:`match_draws` bit for bit; a budget no
+    longer than the window is drawn whole at once, as there.
+    """
+
+    def __init__(self, entropy: int, seeds, num_pairs: int, width: int, longest_job: int):
+        whole = num_pairs + (num_pairs & 1)  # draws come two at a time
+        width = min(whole, width + (width & 1))
+        if width < whole and width < longest_job + 2:
+            raise ValueError(f"a window of {width} draws cannot hold a job of {longest_job}")
+        self.width = width
+        self.streams = [bit_generator(entropy, seed, "match") for seed in seeds]
+        self.buffer = np.empty((len(self.streams), width), dtype=np.uint32)
+        for row, stream in enumerate(self.streams):  # stream setup: one draw call per seed
+            self.buffer[row] = _draws(stream, width)
+        self.start = np.zeros(len(self.streams), dtype=np.int64)
+        self.aligned = True  # every seed's window starts at the same draw
+
+    def block(self, offset: int, size: int) -> np.ndarray:
+        """Draws ``offset .. offset + size - 1`` of every seed, ``(seed, size)``."""
+        rows = self.start.shape[0]
+        if not self.aligned:
+            return self.segments(np.full(rows, offset), np.full(rows, size)).reshape(rows, size)
+        first = int(self.start[0]) if rows else 0
+        if offset + size > first + self.width:
+            self._move(np.arange(rows), offset)
+            first = int(self.start[0])
+        return self.buffer[:, offset - first : offset - first + size]
+
+    def segments(self, offsets: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+        """Seed ``s``'s draws ``offsets[s] .. offsets[s] + sizes[s] - 1``, concatenated
+        seed after seed (a seed of size 0 gives nothing)."""
+        late = (sizes > 0) & (offsets + sizes > self.start + self.width)
+        if late.any():
+            self._move(np.flatnonzero(late), offsets)
+        rows = sizes.shape[0]
+        starts = offsets - self.start + np.arange(rows) * self.width  # in the flat buffer
+        first = np.cumsum(sizes) - sizes  # first position of each seed in the result
+        index = np.repeat(starts - first, sizes) + np.arange(int(sizes.sum()))
+        return self.buffer.reshape(-1)[index]
+
+    def _move(self, rows: np.ndarray, offsets) -> None:
+        """Move the windows of ``rows`` up to start at their job's first draw (made even)."""
+        new_start = np.broadcast_to(np.asarray(offsets, dtype=np.int64), self.start.shape)
+        new_start = new_start - (new_start & 1)
+        for row in rows.tolist():  # stream I/O: one draw call per seed whose window moves
+            shift = int(new_start[row] - self.start[row])
+            kept = self.width - shift
+            if kept > 0:
+                self.buffer[row, :kept] = self.buffer[row, shift:]
+            else:  # skip the draws no job reads
+                _draws(self.streams[row], -kept)
+            fresh = min(shift, self.width)
+            self.buffer[row, self.width - fresh :] = _draws(self.streams[row], fresh)
+            self.start[row] = new_start[row]
+        self.aligned = bool(np.all(self.start == self.start[:1]))
+
+    def keep(self, rows: np.ndarray) -> None:
+        """Keep only ``rows`` (indices into the current seeds)."""
+        self.buffer = self.buffer[rows]
+        self.start = self.start[rows]
+        self.streams = [self.streams[row] for row in rows.tolist()]
+        self.aligned = bool(np.all(self.start == self.start[:1]))
