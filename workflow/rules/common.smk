@@ -184,10 +184,9 @@ def seed_pairs(wildcards):
 
 def simulate_mem_mb(wildcards):
     """simulate (a sweep's job too: its arms run one after another): about 140 MB of
-    libraries plus up to 30 bytes per seed x pair (measured at most 218 MB at 100
-    seeds x 30,000 pairs, 948 MB at 1000; async-variable, the most); allowed 150 MB
-    plus 40 bytes."""
-    return JOB_OVERHEAD_MB + 150 + seed_pairs(wildcards) // 25_000
+    libraries plus about 22 bytes per seed x pair, measured at most 209 MB at 100
+    seeds x 30,000 pairs and 808 MB at 1000 (async-variable, the most)."""
+    return fitted(145 + seed_pairs(wildcards) * 23 // 1_000_000)
 
 
 def simulate_runtime(wildcards):
