@@ -420,9 +420,9 @@ def get_tuning_settings():
 
 
 def tuning_runs_mem_mb(wildcards):
-    """One simulation of the tuning seeds at a time: 87-150 MB measured at 20 seeds."""
+    """One simulation of the tuning seeds at a time: 82-150 MB measured at 20 seeds."""
     seeds = TUNING["seeds"]["count"]
-    return fitted(100 + seeds * BENCH.num_pairs * 40 / 1e6)
+    return fitted(90 + seeds * BENCH.num_pairs * 40 / 1e6)
 
 
 def tuning_runs_runtime(wildcards):
@@ -490,14 +490,14 @@ def _budget_study_runs():
 
 def budget_study_mem_mb(wildcards):
     """One simulation at a time, on the test or the tuning seeds, of at most
-    MAX_SEED_PAIRS seed x pairs (more seeds run in chunks): 320-394 MB measured at 100
-    seeds x 300,000 pairs (7 bytes per seed x pair)."""
+    MAX_SEED_PAIRS seed x pairs (more seeds run in chunks): 216 MB measured at 100
+    seeds x 300,000 pairs (4 bytes per seed x pair above the libraries)."""
     from spsa_bench.engine.budget_study import seeds_per_pass, study_settings
 
     study = study_settings(BENCH)
     seeds = max(BENCH.seeds_count, len(study.tuning_seeds or ()))
     one_pass = max(min(seeds, seeds_per_pass(n)) * n for n in study.num_pairs)
-    return fitted(150 + one_pass * 7 / 1e6)
+    return fitted(100 + one_pass * 4 / 1e6)
 
 
 def budget_study_runtime(wildcards):
