@@ -114,7 +114,11 @@ def _build_table() -> np.ndarray:
     return np.ascontiguousarray(np.concatenate([coefs, last], axis=1).T)
 
 
-_TABLE = _build_table()  # shape (_NCELLS + 1, 4)
+@functools.cache
+def _table() -> np.ndarray:
+    """:func:`_build_table`, built on first use (a run of a calibrated model never needs it)."""
+    return _build_table()  # shape (_NCELLS + 1, 4)
+
 
 # Operands of the hot path, as arrays (cheaper for numpy than Python floats). Only elementwise
 # ufuncs are used on the per-seed values (no BLAS, whose kernels round differently depending on
@@ -154,7 +158,7 @@ def _solve_t(x: np.ndarray, rec: np.ndarray) -> np.ndarray:
     y += _OFFSET_A
     i = y.astype(np.intp)
     f = np.subtract(y, i, out=y)  # local coordinate in the cell
-    c3, c2, c1, c0 = _TABLE.take(i, axis=0).T
+    c3, c2, c1, c0 = _table().take(i, axis=0).T
     t = np.multiply(c3, f)  # Horner: u = ((c3 f + c2) f + c1) f + c0, then t = exp(u)
     t += c2
     t *= f
@@ -494,18 +498,21 @@ def _build_threshold_table() -> np.ndarray:
     return table
 
 
-_THRESHOLD_TABLE = _build_threshold_table()
-_THRESHOLD_CELLS = _THRESHOLD_TABLE.shape[0]
-# Coefficient-major copy, shape (16, cells): rows c3 (4 thresholds) | c2 | c1 | c0. A gather
-# along its last axis gives (16, n), so every Horner step below runs over rows of length n
-# instead of n rows of length 4 (numpy's per-row overhead dominates rows that short).
-_THRESHOLD_COLUMNS = np.ascontiguousarray(_THRESHOLD_TABLE.reshape(_THRESHOLD_CELLS, 16).T)
-_THRESHOLD_COLUMNS.setflags(write=False)
+@functools.cache
+def _threshold_columns() -> np.ndarray:
+    """Coefficient-major copy of :func:`_build_threshold_table`, shape (16, cells), built on
+    first use: rows c3 (4 thresholds) | c2 | c1 | c0. A gather along its last axis gives
+    (16, n), so every Horner step below runs over rows of length n instead of n rows of
+    length 4 (numpy's per-row overhead dominates rows that short)."""
+    table = _build_threshold_table()
+    columns = np.ascontiguousarray(table.reshape(table.shape[0], 16).T)
+    columns.setflags(write=False)
+    return columns
 
 
 def _fast_threshold_columns(opponent_elo: np.ndarray) -> np.ndarray:
     """The interpolated thresholds, shape ``(4, n)``: row ``j`` is threshold ``j`` of every input."""
-    return threshold_table_columns(_THRESHOLD_COLUMNS, _THRESHOLD_STEP, opponent_elo)
+    return threshold_table_columns(_threshold_columns(), _THRESHOLD_STEP, opponent_elo)
 
 
 def threshold_table_columns(
