@@ -220,6 +220,8 @@ def test_the_match_window_reads_what_the_whole_streams_hold():
             kept = np.array([0, 2, 4])
             window.keep(kept)
             rows, offsets = rows[kept], offsets[kept]
+    window.keep(np.array([], dtype=np.int64))  # every seed done
+    assert window.block(990, 5).shape == (0, 5) and window.segments(rows[:0], rows[:0]).size == 0
     with pytest.raises(ValueError, match="cannot hold a job of 50"):
         streams.MatchWindow(5, seeds, num_pairs, width=40, longest_job=50)
 

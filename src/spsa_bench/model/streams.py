@@ -114,9 +114,11 @@ class MatchWindow:
     def block(self, offset: int, size: int) -> np.ndarray:
         """Draws ``offset .. offset + size - 1`` of every seed, ``(seed, size)``."""
         rows = self.start.shape[0]
+        if rows == 0:
+            return self.buffer[:, :size]  # no seed left: (0, size)
         if not self.aligned:
             return self.segments(np.full(rows, offset), np.full(rows, size)).reshape(rows, size)
-        first = int(self.start[0]) if rows else 0
+        first = int(self.start[0])
         if offset + size > first + self.width:
             self._move(np.arange(rows), offset)
             first = int(self.start[0])
