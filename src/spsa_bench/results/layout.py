@@ -45,7 +45,7 @@ COMPLEVEL = 4
 @dataclasses.dataclass
 class Variable:
     """One variable: its dimensions, values (a numpy array, 0-d for a scalar; text as
-    an object array of ``str``) and attributes."""
+    ``str`` in a unicode or object array) and attributes."""
 
     dims: tuple[str, ...]
     values: np.ndarray
@@ -124,10 +124,11 @@ class Layout:
         zlib level :data:`COMPLEVEL` with the shuffle filter if ``compress``, and one
         chunk per checkpoint for the variables along ``pairs`` (others: netCDF's default).
 
-        One chunk per checkpoint writes a run's trajectories in a third of the time of
-        netCDF's default chunks (whose checksums and copies into chunk order cost more
-        than the data) and reads the first checkpoint (``combine``'s first pass) in
-        one tenth (docs/benchmark.md). Text and scalars are stored as they are."""
+        One chunk per checkpoint writes a 1000-seed run's theta in 16 ms instead of the
+        38 ms of netCDF's default chunks (whose checksums and copies into chunk order
+        cost more than the data) and reads the first checkpoint (``combine``'s first
+        pass) in 1 ms instead of 10 (README, "Whole process"). Text and scalars are
+        stored as they are."""
         codec = {"zlib": True, "complevel": COMPLEVEL} if compress else {}
         out = {}
         for name, variable in self.variables.items():
