@@ -73,10 +73,10 @@ def match_draws(entropy: int, seeds: np.ndarray, num_pairs: int) -> np.ndarray:
     draws, low half first.
     """
     out = np.empty((len(seeds), num_pairs), dtype=np.uint32)
-    n_words = -(-num_pairs // 2)
     for row, seed in enumerate(seeds):  # stream setup only: one draw call per seed
-        words = bit_generator(entropy, seed, "match").random_raw(n_words).astype("<u8", copy=False)
-        out[row] = words.view("<u4")[:num_pairs]
+        out[row] = _draws(bit_generator(entropy, seed, "match"), num_pairs + (num_pairs & 1))[
+            :num_pairs
+        ]
     return out
 
 

@@ -13,6 +13,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 if TYPE_CHECKING:  # xarray is loaded by whoever built the dataset: checks stay light
     import xarray as xr
 
@@ -131,15 +133,26 @@ def atomic_write(path: str | Path, write: Callable[[str], object]) -> Path:
     return path
 
 
+#: zlib level of a compressed file.
+COMPLEVEL = 4
+
+
+def array_encoding(dtype: np.dtype, ndim: int, compress: bool) -> dict | None:
+    """A variable's NetCDF4 encoding: the fletcher32 checksum (corruption is detected on
+    read) for a numeric or boolean array, with zlib level :data:`COMPLEVEL` if
+    ``compress``; ``None`` for scalars and text, stored as they are."""
+    if dtype.kind not in "fiub" or ndim == 0:
+        return None
+    codec = {"zlib": True, "complevel": COMPLEVEL} if compress else {}
+    return {**codec, "fletcher32": True}
+
+
 def _encoding(ds: xr.Dataset, compress: bool = True) -> dict:
-    """The fletcher32 checksum (corruption is detected on read) for every numeric array,
-    and zlib level 4 if ``compress``; scalars and strings are stored as they are."""
-    codec = {"zlib": True, "complevel": 4} if compress else {}
-    return {
-        name: {**codec, "fletcher32": True}
-        for name, var in ds.variables.items()
-        if var.dtype.kind in "fiub" and var.ndim > 0
+    """:func:`array_encoding` of every variable of ``ds`` that has one."""
+    encodings = {
+        name: array_encoding(var.dtype, var.ndim, compress) for name, var in ds.variables.items()
     }
+    return {name: encoding for name, encoding in encodings.items() if encoding is not None}
 
 
 def write_atomic(ds: xr.Dataset, path: str | Path, *, compress: bool = True) -> Path:

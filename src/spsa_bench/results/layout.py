@@ -33,13 +33,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from spsa_bench.results.atomic import COMPLEVEL, array_encoding, atomic_write, cannot_write
 from spsa_bench.results.cf import CONVENTIONS, LABEL_SUFFIX, cf_attrs
 
 if TYPE_CHECKING:
     import xarray as xr
-
-#: zlib level of a compressed file (as :func:`spsa_bench.results.atomic.write_atomic`).
-COMPLEVEL = 4
 
 
 @dataclasses.dataclass
@@ -129,12 +127,13 @@ class Layout:
         cost more than the data) and reads the first checkpoint (``combine``'s first
         pass) in 1 ms instead of 10 (README, "Whole process"). Text and scalars are
         stored as they are."""
-        codec = {"zlib": True, "complevel": COMPLEVEL} if compress else {}
         out = {}
         for name, variable in self.variables.items():
-            if variable.is_text or variable.values.ndim == 0:
+            values = variable.values
+            encoding = array_encoding(values.dtype, values.ndim, compress)
+            if encoding is None:
                 continue
-            out[name] = {**codec, "fletcher32": True}
+            out[name] = encoding
             if "pairs" in variable.dims and variable.values.ndim > 1:
                 shape = variable.values.shape
                 pairs = zip(variable.dims, shape, strict=True)
@@ -147,7 +146,6 @@ class Layout:
         byte for byte the file xarray's ``to_netcdf`` writes from :meth:`to_dataset`
         with :meth:`encoding` (the text dimension labels made auxiliary first, as
         :func:`spsa_bench.results.atomic.write_atomic` does)."""
-        from spsa_bench.results.atomic import atomic_write, cannot_write
 
         def write(tmp: str) -> None:
             try:
