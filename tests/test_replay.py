@@ -247,3 +247,29 @@ def test_a_replay_through_a_small_match_window_is_the_same(mode, monkeypatch):
     np.testing.assert_array_equal(windowed.theta, whole.theta)
     np.testing.assert_array_equal(windowed.outcome_counts, whole.outcome_counts)
     assert whole.outcome_counts.sum() == 6 * CONFIG.num_pairs
+
+
+def test_compaction_down_to_the_first_rows_keeps_each_seed_tallies_in_its_row():
+    """Compaction that keeps exactly the first rows (seeds 0 and 39 below run longest)
+    still writes the per-seed tallies (step norms, outcome counts) to those rows only:
+    bit for bit the replay without compaction (a regression: every row was written)."""
+    from spsa_bench.dispatch.asynchronous import AsyncSettings, async_schedule
+
+    mode = AsyncSettings(
+        num_workers=2, batch="variable", batch_size=1, concurrency_min=1, concurrency_max=16
+    )
+    schedule = async_schedule(3, np.array([0, 39, 24, 2]), 40, mode)
+    assert schedule.n_jobs.tolist() == [5, 5, 4, 2]  # at arrival 4 rows 0 and 1 are left
+    problem = make_problem(CONFIG, "mixed")
+
+    def replayed(compact: bool):
+        opt = optimizers.build("spsa", problem.view)
+        return replay(
+            opt, schedule, problem.bowl, problem.view, entropy=CONFIG.entropy, compact=compact
+        )
+
+    compacted, whole = replayed(True), replayed(False)
+    np.testing.assert_array_equal(compacted.theta, whole.theta)
+    np.testing.assert_array_equal(compacted.avg_step_size_last_100, whole.avg_step_size_last_100)
+    np.testing.assert_array_equal(compacted.outcome_counts, whole.outcome_counts)
+    assert np.all(compacted.avg_step_size_last_100 > 0)

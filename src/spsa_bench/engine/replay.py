@@ -128,6 +128,7 @@ class _Seeds:
         self.draws = draws
         for name in self.PER_SEED:
             setattr(self, name, arrays[name])
+        self.n_caller_seeds = self.origin.shape[0]  # rows of the caller's per-seed arrays
         self._derive()
 
     @classmethod
@@ -200,9 +201,8 @@ class _Seeds:
         self.rows = np.arange(self.origin.shape[0])
         # where the rows go in the caller's per-seed arrays: a slice (a view, written in
         # place) while every seed still runs, else the gather of the remaining ones
-        # (origin is increasing, so it is the identity exactly when it ends at n - 1)
-        n_rows = self.origin.shape[0]
-        every_seed = n_rows == 0 or int(self.origin[-1]) == n_rows - 1
+        # (origin is an increasing subset of the caller's rows: all of them iff as many)
+        every_seed = self.origin.shape[0] == self.n_caller_seeds
         self.to_origin = slice(None) if every_seed else self.origin
         self.job_uniform = same(self.job_pairs) & same(self.job_offset) & same(self.job_worker)
         self.job_uniform &= np.all(self.job_exists, axis=0)
