@@ -29,12 +29,13 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import jsonschema
-
+from spsa_bench.config import schema_check
 from spsa_bench.config.schema import NAME_PATTERN, build_schema
 from spsa_bench.optimizers import REGISTRY, hyper_from_dict
 
 if TYPE_CHECKING:
+    import jsonschema
+
     from spsa_bench.dispatch.asynchronous import AsyncSettings
 
 DEFAULTS: dict[str, Any] = {
@@ -125,11 +126,27 @@ def _key_path(path) -> str:
     return ".".join(parts).replace(".[", "[") or "<top level>"
 
 
+def schema_errors(schema: dict, instance: Any) -> list[jsonschema.ValidationError]:
+    """jsonschema's errors of ``instance`` against ``schema`` (Draft 2020-12), or none
+    without loading jsonschema when :func:`schema_check.is_valid` proves it valid (its
+    import and validation are about a tenth of a whole 1000-seed ``simulate``)."""
+    try:
+        if schema_check.is_valid(schema, instance):
+            return []
+    except schema_check.Unsupported:
+        pass  # a keyword the fast check does not decide: jsonschema does
+    import jsonschema
+
+    return list(jsonschema.Draft202012Validator(schema).iter_errors(instance))
+
+
 def _schema_error_line(error: jsonschema.ValidationError) -> str:
+    from jsonschema.exceptions import best_match
+
     # Prefer the most specific error inside combinators (if/then, allOf).
-    best = jsonschema.exceptions.best_match([error]) if error.context else error
+    best = best_match([error]) if error.context else error
     while best.context:
-        best = jsonschema.exceptions.best_match(best.context)
+        best = best_match(best.context)
     key = _key_path(best.absolute_path)
     if "propertyNames" in best.schema_path:  # a name (of a scenario, arm, ...), not a value
         return _bad_name(key, best.instance)
@@ -169,9 +186,8 @@ def validate_raw(raw: Any) -> None:
     _reject_non_finite(raw)
     _check_budget_lists(raw)
     _check_sweep_keys(raw)
-    validator = jsonschema.Draft202012Validator(build_schema())
     errors = sorted(
-        validator.iter_errors(raw),
+        schema_errors(build_schema(), raw),
         key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))),
     )
     if errors:
@@ -411,8 +427,9 @@ def check_arm_settings(where: str, kind: str, settings: dict) -> None:
             f"{where}.kind = {json.dumps(kind, default=str)}: unknown optimizer kind "
             f"(one of {', '.join(REGISTRY)})"
         )
-    validator = jsonschema.Draft202012Validator(arm_schema(kind))
-    errors = sorted(validator.iter_errors({**settings, "kind": kind}), key=lambda e: len(e.path))
+    errors = sorted(
+        schema_errors(arm_schema(kind), {**settings, "kind": kind}), key=lambda e: len(e.path)
+    )
     if errors:
         line = _schema_error_line(errors[0])
         top = "<top level>"
@@ -454,8 +471,7 @@ def _name_token(value) -> str:
 
 def _check_swept_value(where: str, value, entry: dict) -> None:
     """A log_range value within the hyperparameter's bounds (rounding may cross one)."""
-    validator = jsonschema.Draft202012Validator(entry)
-    for error in validator.iter_errors(value):
+    for error in schema_errors(entry, value):
         raise ConfigError(f"{where}: the swept value {value} {error.message.split(' ', 1)[1]}")
 
 
