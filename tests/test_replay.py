@@ -134,14 +134,17 @@ def test_scaled_signal_divides_by_two_sqrt_n():
 
 def test_per_seed_arrays_of_identical_seeds_equal_the_seed_by_seed_ones(monkeypatch):
     """A synchronous schedule's seeds are identical, so the replay derives its per-seed
-    arrays from the schedule once and broadcasts them: every array, dtype and value, as
-    the general path builds it seed by seed; and the replay's result is the same."""
+    arrays and its checkpoint events from the schedule once and broadcasts them: every
+    array, dtype and value, as the general path builds it seed by seed; and the replay's
+    result (checkpoints included) is the same."""
     from spsa_bench.dispatch.schedule import Schedule
     from spsa_bench.engine.replay import _Seeds
 
     schedule = sync_schedule(np.arange(6), CONFIG.num_pairs, 36)
     assert schedule.identical_seeds()
-    fast = _Seeds.from_schedule(schedule, CONFIG.entropy, "arrival", 3, realized=True)
+    fast = _Seeds.from_schedule(
+        schedule, CONFIG.entropy, "arrival", 3, realized=True, identical=True
+    )
     fast_run, _ = run(seeds=range(6))
     monkeypatch.setattr(Schedule, "identical_seeds", lambda self: False)
     general = _Seeds.from_schedule(schedule, CONFIG.entropy, "arrival", 3, realized=True)

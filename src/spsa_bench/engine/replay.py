@@ -139,15 +139,16 @@ class _Seeds:
         iteration_counter: str,
         n_params: int,
         realized: bool = False,
+        identical: bool = False,
     ) -> _Seeds:
         """The random streams, the schedule's per-job arrays and their arrival-order
         views, and empty worker slots, for every seed of ``schedule`` (slots for the
-        realized half-differences only when ``realized``)."""
+        realized half-differences only when ``realized``). ``identical``: every seed has
+        the same schedule (:meth:`Schedule.identical_seeds`)."""
         n_seeds, n_workers = schedule.num_seeds, schedule.num_workers
         flips = streams.flips(entropy, schedule.seeds, schedule.max_jobs, n_params, job_major=True)
         # every seed's arrays from the schedule alone: once, and broadcast (read-only,
         # no memory per seed) where every seed has the same schedule (the synchronous mode)
-        identical = n_seeds > 1 and schedule.identical_seeds()
         source = schedule.first_seed() if identical else schedule
 
         def per_seed(values: np.ndarray) -> np.ndarray:
@@ -256,15 +257,26 @@ class _Replay:
         n_seeds, n_params = schedule.num_seeds, view.num_params
         self.n_events = schedule.arrival_job.shape[1]
         self.signal_scale = 1.0 if signal == "raw" else 1.0 / (2.0 * np.sqrt(n_params))
+        identical = n_seeds > 1 and schedule.identical_seeds()
         self.seeds = _Seeds.from_schedule(
-            schedule, entropy, iteration_counter, n_params, realized=self.rounding.active
+            schedule,
+            entropy,
+            iteration_counter,
+            n_params,
+            realized=self.rounding.active,
+            identical=identical,
         )
         # Every seed doing the same thing at every step (the synchronous mode): jobs in
         # flight are kept as whole arrays per worker instead of in the slot arrays.
         self.lockstep = bool(self.seeds.job_uniform.all() and self.seeds.event_uniform.all())
         self.in_flight: dict[int, tuple] = {}
         self.grid = pairs_grid(schedule.num_pairs, checkpoints)
-        self.recorder = _Recorder(_checkpoint_events(schedule, self.grid), self.n_events)
+        if identical:  # every seed records at the same events: find them once
+            event_of = _checkpoint_events(schedule.first_seed(), self.grid)
+            event_of = np.broadcast_to(event_of, (n_seeds, self.grid.shape[0]))
+        else:
+            event_of = _checkpoint_events(schedule, self.grid)
+        self.recorder = _Recorder(event_of, self.n_events)
         self.position = np.arange(n_seeds)
         self.state = optimizer.init(n_seeds)
         self.theta = optimizer.export(self.state)
