@@ -156,6 +156,45 @@ def test_console_script_help_documents_every_option():
         assert option in out
 
 
+def test_the_entry_point_delivers_output_status_and_exit_handlers(small_config, tmp_path):
+    """spsa_bench.cli.run ends with os._exit after main: the exit handlers still run,
+    piped output arrives whole, the status is main's, and the run file is complete."""
+    code = (
+        "import atexit, sys; from spsa_bench.cli import run; "
+        "atexit.register(lambda: print('exit handler ran', file=sys.stderr)); "
+        "sys.argv = ['spsa-bench', *sys.argv[1:]]; run()"
+    )
+
+    def entry(*argv: str) -> subprocess.CompletedProcess:
+        command = [sys.executable, "-c", code, *argv]
+        return subprocess.run(command, capture_output=True, text=True, timeout=120)
+
+    listed = entry("list", "--config", str(small_config))
+    assert listed.returncode == 0, listed.stderr
+    assert "calibrated" in listed.stdout and listed.stdout.endswith("\n")
+    assert listed.stderr == "exit handler ran\n"
+    output = tmp_path / "run.nc"
+    argv = ["--optimizer", "spsa", "--batch-mode", "sync", "--scenario", "calibrated"]
+    done = entry(
+        "simulate",
+        "--config",
+        str(small_config),
+        *argv,
+        "--seeds",
+        "0-2",
+        "--output",
+        str(output),
+        "--timings",
+    )
+    assert done.returncode == 0, done.stderr
+    assert "timings: configuration" in done.stderr and "exit handler ran" in done.stderr
+    assert open_run(output)["elo_loss"].shape[0] == 3
+    missing = str(tmp_path / "missing.yaml")
+    refused = entry("simulate", "--config", missing, *argv, "--seeds", "0", "--output", "x.nc")
+    assert refused.returncode == 2 and "missing.yaml: cannot read" in refused.stderr
+    assert refused.stderr.endswith("exit handler ran\n")
+
+
 def test_list_shows_the_config(small_config, capsys):
     assert main(["list", "--config", str(small_config)]) == 0
     out = capsys.readouterr().out

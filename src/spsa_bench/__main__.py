@@ -1,5 +1,3 @@
-import sys
+from spsa_bench.cli import run
 
-from spsa_bench.cli.main import main
-
-sys.exit(main())
+run()
