@@ -12,8 +12,10 @@ from spsa_bench.optimizers import REGISTRY
 GROUND_TRUTH = {"w_true", "theta_peak", "k_elo", "peak_elo", "start_elo"}
 # What optimizer modules may import from the package: the developer view, each other,
 # the numpy-only tiling helper of the hot path, and the per-pair references the
-# registry rows name for validation (they too see only the developer view).
+# registry rows name for validation (they too see only the developer view), and the
+# registry's reader of installed entry points (standard library only).
 ALLOWED_INTERNAL = {
+    "spsa_bench.distributions",
     "spsa_bench.model.developer",
     "spsa_bench.optimizers",
     "spsa_bench.model.tiles",

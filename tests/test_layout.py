@@ -141,7 +141,7 @@ def test_a_non_finite_run_is_refused_naming_variable_and_seed(config_path):
         check_finite_run(run, "spsa/sync/calibrated")
 
 
-def test_spsa_bench_simulate_writes_its_run_without_importing_xarray_or_jsonschema(
+def test_spsa_bench_simulate_imports_no_xarray_jsonschema_or_importlib_metadata(
     config_path, tmp_path
 ):
     output = tmp_path / "run.nc"
@@ -150,7 +150,7 @@ def test_spsa_bench_simulate_writes_its_run_without_importing_xarray_or_jsonsche
         f"code = main(['simulate', '--config', {str(config_path)!r}, '--optimizer', 'spsa', "
         "'--batch-mode', 'sync', '--scenario', 'calibrated', '--seeds', '0-1', '--quiet', "
         f"'--output', {str(output)!r}]); "
-        "heavy = {'xarray', 'pandas', 'jsonschema'} & set(sys.modules); "
+        "heavy = {'xarray', 'pandas', 'jsonschema', 'importlib.metadata'} & set(sys.modules); "
         "assert code == 0 and not heavy, (code, heavy)"
     )
     env = {"PYTHONPATH": SRC, "PATH": "/usr/bin:/bin"}

@@ -33,14 +33,11 @@ __all__ = ["__version__", *_PUBLIC]
 
 
 def _version() -> str:
-    """The installed distribution's version (importlib.metadata is loaded only when asked:
-    it costs a whole simulate job 40 ms)."""
-    from importlib.metadata import PackageNotFoundError, version
+    """The installed distribution's version (read on first use, without importing
+    importlib.metadata where possible: :mod:`spsa_bench.distributions`)."""
+    from spsa_bench.distributions import version
 
-    try:
-        return version("spsa-bench")
-    except PackageNotFoundError:  # running from a source tree that is not installed
-        return "0+unknown"
+    return version("spsa-bench") or "0+unknown"  # unknown: a source tree not installed
 
 
 def __getattr__(name: str):

@@ -15,9 +15,9 @@ from __future__ import annotations
 import dataclasses
 import sys
 from collections.abc import Callable, Iterator, Mapping
-from importlib.metadata import entry_points
 
 import spsa_bench.reference.micro as micro
+from spsa_bench.distributions import entry_points
 from spsa_bench.optimizers.adam import (
     AdamCoordHyper,
     AdamHyper,

@@ -63,12 +63,9 @@ def xarray_version() -> str:
     installed one (a run file is written without importing xarray)."""
     if "xarray" in sys.modules:
         return sys.modules["xarray"].__version__
-    from importlib.metadata import PackageNotFoundError, version
+    from spsa_bench.distributions import version
 
-    try:
-        return version("xarray")
-    except PackageNotFoundError:
-        return UNKNOWN
+    return version("xarray") or UNKNOWN
 
 
 def now() -> str:
