@@ -311,3 +311,37 @@ def test_config_defaults_to_the_local_file_else_the_packaged_one(tmp_path, monke
     ).stdout
     words = " ".join(help_text.split())  # argparse wraps the help text
     assert "./config/config.yaml if it exists, else the packaged default" in words
+
+
+def _subcommands(parser) -> list[str]:
+    import argparse
+
+    (action,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return list(action.choices)
+
+
+def test_a_command_line_builds_only_its_command_parser():
+    """main builds just the named command's parser; each name in COMMANDS is the one its
+    module registers, and the whole parser has them all, in order."""
+    from spsa_bench.cli.main import COMMANDS, build_parser
+
+    assert _subcommands(build_parser()) == list(COMMANDS)
+    for name in COMMANDS:
+        assert _subcommands(build_parser(only=name)) == [name]
+        whole = build_parser()._subparsers._group_actions[0].choices[name].format_help()
+        assert (
+            build_parser(only=name)._subparsers._group_actions[0].choices[name].format_help()
+            == whole
+        )
+
+
+def test_the_top_level_help_and_an_unknown_command_use_the_whole_parser(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--help"])
+    assert exit_info.value.code == 0
+    listed = capsys.readouterr().out
+    assert all(name in listed for name in ("simulate", "budget-study", "plan"))
+    with pytest.raises(SystemExit) as exit_info:
+        main(["simulat"])
+    assert exit_info.value.code == 2
+    assert "invalid choice: 'simulat'" in capsys.readouterr().err

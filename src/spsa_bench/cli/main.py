@@ -33,10 +33,12 @@ from spsa_bench.cli import (
 )
 from spsa_bench.config.loader import ConfigError
 
-COMMANDS = (
-    simulate, listing, schema, validate, schedule, bench, noise, cend, workers, budget, tune,
-    plan,
-)  # fmt: skip
+#: Each command's name and the module whose ``add_parser`` registers it, in --help order.
+COMMANDS = {
+    "simulate": simulate, "list": listing, "schema": schema, "validate": validate,
+    "schedule": schedule, "bench": bench, "noise": noise, "cend-study": cend,
+    "workers-study": workers, "budget-study": budget, "tune": tune, "plan": plan,
+}  # fmt: skip
 
 
 class _Version(argparse.Action):
@@ -59,7 +61,9 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {' '.join(message.split())} (see --help)\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The command line's parser; with ``only``, a command name, just that command's
+    (what its options' defaults need is then all that is imported)."""
     parser = OneLineParser(
         prog="spsa-bench",
         description="Reproducible, vectorized benchmark of SPSA-family optimizers for "
@@ -67,8 +71,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action=_Version)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for command in COMMANDS:
-        command.add_parser(sub)
+    for name, command in COMMANDS.items():
+        if only is None or name == only:
+            command.add_parser(sub)
     return parser
 
 
@@ -93,8 +98,9 @@ def _one_line(error: BaseException) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    command = argv[0] if argv and argv[0] in COMMANDS else None  # else the whole parser
+    args = build_parser(only=command).parse_args(argv)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", RuntimeWarning)
