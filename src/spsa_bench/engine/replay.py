@@ -284,9 +284,11 @@ class _Replay:
         self.extras_out = {
             name: np.full_like(self.theta_out, np.nan) for name in optimizer.extras(self.state)
         }
-        self.step_norm = np.zeros((n_seeds, self.n_events))
         self.outcome_counts = np.zeros((n_seeds, 5), dtype=np.int64)
         self.last_steps_from = int(schedule.n_jobs.min()) - LAST_STEPS
+        # step norms are kept from the first arrival a seed's last-100 mean can read on
+        self.steps_from = max(self.last_steps_from, 0)
+        self.step_norm = np.zeros((n_seeds, self.n_events - self.steps_from))
         self.next_compaction_check = int(schedule.n_jobs.min())
 
     def run(self, compact: bool, progress: Callable[[int, int], None] | None) -> RunResult:
@@ -314,7 +316,7 @@ class _Replay:
             theta=self.theta_out,
             extras=self.extras_out,
             avg_step_size_last_100=_mean_last_steps(
-                self.step_norm, self.schedule.n_jobs, LAST_STEPS
+                self.step_norm, self.schedule.n_jobs - self.steps_from, LAST_STEPS
             ),
             total_pairs=self.schedule.job_pairs.sum(axis=1),
             n_updates=self.schedule.n_jobs.copy(),
@@ -451,7 +453,8 @@ class _Replay:
         theta = self.optimizer.export(state)
         if event >= self.last_steps_from:  # only the last 100 steps of a seed are summarised
             moved = theta - self.theta
-            self.step_norm[seeds.to_origin, event] = np.sqrt(np.einsum("sp,sp->s", moved, moved))
+            norm = np.sqrt(np.einsum("sp,sp->s", moved, moved))
+            self.step_norm[seeds.to_origin, event - self.steps_from] = norm
         self.theta = theta
 
     def record(self, event: int) -> None:
