@@ -162,6 +162,26 @@ def test_git_state_flags_a_modified_tree(tmp_path):
     assert provenance.git_state(tmp_path)["git_diff_sha256"] != dirty["git_diff_sha256"]
 
 
+def test_git_state_started_early_is_the_same_state(tmp_path, monkeypatch):
+    (tmp_path / "a.py").write_text("x = 1\n")
+    _git(tmp_path, "init", "-q")
+    _git(tmp_path, "add", "a.py")
+    _git(tmp_path, "commit", "-q", "-m", "one")
+    (tmp_path / "a.py").write_text("x = 2\n")
+    provenance.start_git_state(tmp_path)
+    assert tmp_path in provenance._STARTED
+    early = provenance.git_state(tmp_path)
+    assert tmp_path not in provenance._STARTED  # collected once
+    assert early == provenance.git_state(tmp_path) and early["git_dirty"] == "true"
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
+    provenance.start_git_state(outside)
+    assert set(provenance.git_state(outside).values()) == {"unknown"}
+    provenance.start_git_state(tmp_path / "missing")  # no such folder: nothing started
+    assert set(provenance.git_state(tmp_path / "missing").values()) == {"unknown"}
+
+
 def test_git_state_is_unknown_outside_a_checkout(tmp_path, monkeypatch):
     monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path.parent))
     monkeypatch.setattr(provenance, "SOURCE_DIR", tmp_path)

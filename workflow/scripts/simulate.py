@@ -31,10 +31,11 @@ from spsa_bench.config.limits import check_memory, run_bytes  # noqa: E402
 from spsa_bench.config.loader import resolve, scenario_param_count  # noqa: E402
 from spsa_bench.dispatch.storage import read_schedule  # noqa: E402
 from spsa_bench.engine.simulate import simulate_run  # noqa: E402
-from spsa_bench.results.provenance import history, rule_command  # noqa: E402
+from spsa_bench.results.provenance import history, rule_command, start_git_state  # noqa: E402
 
 
 def main() -> None:
+    start_git_state()  # the run files' git provenance, queried beside the simulation
     w = snakemake.wildcards
     first, last = int(w.a), int(w.b)
     cells = json.loads(snakemake.params.cells)

@@ -45,6 +45,7 @@ def add_parser(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     clock = [time.perf_counter()]
     from spsa_bench.engine.simulate import TIMED_PHASES, simulate_run
+    from spsa_bench.results.provenance import start_git_state
 
     check_output(args)
     config = load(args)
@@ -53,6 +54,7 @@ def run(args: argparse.Namespace) -> int:
     pick(config, "batch_mode", "--batch-mode", args.batch_mode)
     pick(config, "scenario", "--scenario", args.scenario)
     check_run_memory(config, args.scenario, len(chosen))
+    start_git_state()  # the run file's git provenance, queried beside the simulation
     clock.append(time.perf_counter())
     label = (
         f"{args.optimizer}/{args.batch_mode}/{args.scenario} seeds {chosen.start}-{chosen.stop - 1}"
