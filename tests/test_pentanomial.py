@@ -363,3 +363,32 @@ def test_counts_and_net_wins_equal_the_plain_counts(rows, pairs):
         one = pt.counts_from_uniforms(draws[r : r + 1, : sizes[r]], thresholds[r : r + 1])[0]
         np.testing.assert_array_equal(seg_counts[r], one)
         assert seg_net[r] == one @ pt.OUTCOME_VALUES
+
+
+@pytest.mark.parametrize(("rows", "pairs"), [(7, 1), (50, 36), (9, 1023), (3, 2500), (2, 70_000)])
+def test_power_sums_give_the_net_wins_and_over_jobs_the_counts(rows, pairs):
+    """net_wins_and_power_sums: the same net wins as counts_and_net_wins, and the power
+    sums of several jobs, added up, give back their total counts exactly (float32 sums
+    below 2**16 pairs a row, float64 above)."""
+    rng = np.random.default_rng(rows * 7 + pairs)
+    totals, sums = np.zeros((rows, 5), dtype=np.int64), np.zeros((5, rows), dtype=np.int64)
+    for elo_spread in (0.0, 80.0, 600.0):  # jobs from even to lopsided outcome odds
+        draws = rng.integers(0, 2**32, size=(rows, pairs), dtype=np.uint64).astype(np.uint32)
+        elo = rng.uniform(-elo_spread, elo_spread, rows)
+        thresholds = pt.draw_thresholds(pt.thresholds(pt.probabilities(elo)))
+        counts, net = pt.counts_and_net_wins(draws, thresholds)
+        power_sums, power_net = pt.net_wins_and_power_sums(draws, thresholds)
+        np.testing.assert_array_equal(power_net, net)
+        np.testing.assert_array_equal(pt.counts_from_power_sums(power_sums), counts)
+        totals += counts
+        sums += power_sums
+    np.testing.assert_array_equal(pt.counts_from_power_sums(sums), totals)
+
+
+def test_power_sums_that_no_counts_have_are_refused():
+    one_ww = np.array([[1], [4], [16], [64], [256]])
+    assert pt.counts_from_power_sums(one_ww).tolist() == [[0, 0, 0, 0, 1]]
+    with pytest.raises(ValueError, match="no outcome counts"):
+        pt.counts_from_power_sums(one_ww + np.array([[0], [1], [0], [0], [0]]))
+    with pytest.raises(ValueError, match="no outcome counts"):
+        pt.counts_from_power_sums(np.array([[0], [4], [16], [64], [256]]))  # n_0 = -1

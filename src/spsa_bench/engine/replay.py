@@ -284,7 +284,10 @@ class _Replay:
         self.extras_out = {
             name: np.full_like(self.theta_out, np.nan) for name in optimizer.extras(self.state)
         }
+        # outcome counts: of the ragged jobs directly, of the others as power sums
+        # (pentanomial.net_wins_and_power_sums), turned into counts at the end
         self.outcome_counts = np.zeros((n_seeds, 5), dtype=np.int64)
+        self.power_sums = np.zeros((5, n_seeds), dtype=np.int64)
         self.last_steps_from = int(schedule.n_jobs.min()) - LAST_STEPS
         # step norms are kept from the first arrival a seed's last-100 mean can read on
         self.steps_from = max(self.last_steps_from, 0)
@@ -320,7 +323,8 @@ class _Replay:
             ),
             total_pairs=self.schedule.job_pairs.sum(axis=1),
             n_updates=self.schedule.n_jobs.copy(),
-            outcome_counts=self.outcome_counts,
+            outcome_counts=self.outcome_counts
+            + pentanomial.counts_from_power_sums(self.power_sums),
             **self._probe_fractions(),
         )
 
@@ -351,8 +355,8 @@ class _Replay:
         thresholds = self.noise.fast_draw_thresholds(opponent)
         if seeds.job_uniform[job]:
             u = seeds.draws.block(int(seeds.job_offset[0, job]), int(seeds.job_pairs[0, job]))
-            counts, net = pentanomial.counts_and_net_wins(u, thresholds)
-            self.outcome_counts[seeds.to_origin] += counts
+            power_sums, net = pentanomial.net_wins_and_power_sums(u, thresholds)
+            self.power_sums[:, seeds.to_origin] += power_sums  # counts at the end
             slot = seeds.job_worker[0, job]
             if self.lockstep:  # fresh arrays, handed over whole: nothing to copy
                 self.in_flight[slot] = (c, flip, net, realized)

@@ -399,6 +399,69 @@ def counts_and_net_wins(
     return counts, net
 
 
+#: Power sums of the outcome index k (0 = LL .. 4 = WW) back to counts: with
+#: ``S_p = sum_k k**p n_k``, ``(n_1, n_2, n_3, n_4) = _FROM_POWER_SUMS @ (S_1, .., S_4) / 24``
+#: (the inverse of the Vandermonde matrix of the nodes 1..4, scaled to integers) and
+#: ``n_0 = S_0 - n_1 - .. - n_4``.
+_FROM_POWER_SUMS = np.array(
+    [[96, -104, 36, -4], [-72, 114, -48, 6], [32, -56, 28, -4], [-6, 11, -6, 1]], dtype=np.int64
+)
+_FROM_POWER_SUMS_DIVISOR = 24
+#: Rows shorter than this sum k**p in float32, exactly (partial sums <= 256 M < 2**24).
+_POWER_SUMS_FLOAT32_PAIRS = 2**16
+
+
+def net_wins_and_power_sums(
+    uniforms: np.ndarray, thresholds: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Net wins ``(seed,)`` and the power sums ``S_p = sum over pairs of k**p``,
+    ``p = 0..4``, ``(5, seed)``, of unpadded rows, int64 (``k = #{j : u >= t_j}``, the
+    pair's outcome index, 0 = LL .. 4 = WW).
+
+    The hot path's form of :func:`counts_and_net_wins` when only the run's total counts
+    are kept: power sums add up over jobs, and :func:`counts_from_power_sums` turns
+    their totals into the five counts exactly (four moments fix the four unknown counts
+    of nodes 1..4; ``S_0`` is the number of pairs). Net wins are ``S_1 - 2 S_0``. All
+    five sums come from one BLAS row sum over ``k**p`` in float32 (exact: integers
+    below ``2**24``; float64 from :data:`_POWER_SUMS_FLOAT32_PAIRS` pairs a row).
+    """
+    uniforms, thresholds = _check_uniforms(uniforms, thresholds)
+    rows, m = uniforms.shape
+    index = np.empty((rows, m), dtype=np.int8)
+    hit = np.empty((rows, m), dtype=np.bool_)
+    np.greater_equal(uniforms, thresholds[:, 0:1], out=index.view(np.bool_))
+    for j in (1, 2, 3):
+        np.greater_equal(uniforms, thresholds[:, j : j + 1], out=hit)
+        index += hit.view(np.int8)
+    dtype = np.float32 if m < _POWER_SUMS_FLOAT32_PAIRS else np.float64
+    powers = np.empty((5, rows, m), dtype=dtype)
+    powers[0] = 1.0
+    np.copyto(powers[1], index, casting="unsafe")
+    np.multiply(powers[1], powers[1], out=powers[2])
+    np.multiply(powers[2], powers[1], out=powers[3])
+    np.multiply(powers[2], powers[2], out=powers[4])
+    sums = np.dot(powers.reshape(5 * rows, m), _ones(m, dtype)).astype(np.int64)
+    sums = sums.reshape(5, rows)
+    net = sums[0] * -2
+    net += sums[1]
+    return sums, net
+
+
+def counts_from_power_sums(power_sums: np.ndarray) -> np.ndarray:
+    """The counts ``(seed, 5)`` (LL, DL, DD, WD, WW) whose outcome indices have the power
+    sums ``(5, seed)`` of :func:`net_wins_and_power_sums` (summed over any number of
+    jobs), int64, exactly; a set of sums no counts have raises ``ValueError``."""
+    power_sums = np.asarray(power_sums, dtype=np.int64)
+    scaled = _FROM_POWER_SUMS @ power_sums[1:]
+    upper, remainder = np.divmod(scaled, _FROM_POWER_SUMS_DIVISOR)
+    counts = np.empty((power_sums.shape[1], 5), dtype=np.int64)
+    counts[:, 1:] = upper.T
+    counts[:, 0] = power_sums[0] - upper.sum(axis=0)
+    if remainder.any() or (counts < 0).any():
+        raise ValueError("power sums that no outcome counts have")
+    return counts
+
+
 def _counts_from_at_least(at_least: np.ndarray, pairs) -> tuple[np.ndarray, np.ndarray]:
     """Counts and net wins from ``at_least`` ``(4, seed)`` and the pairs per row."""
     counts = np.empty((at_least.shape[1], 5), dtype=np.int64)
