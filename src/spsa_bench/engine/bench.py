@@ -19,6 +19,7 @@ parameters, to show the cost grows no faster than parameters x pairs.
 from __future__ import annotations
 
 import json
+import os
 import re
 import resource
 import statistics
@@ -342,7 +343,8 @@ def whole_process(
     lab: Path | None = None,
 ) -> dict:
     """Median wall time of a whole ``spsa-bench simulate`` process of ``n_seeds`` seeds
-    (``config`` given to it as a file), with its imports alone (``import
+    (``config`` given to it as a file; after one untimed run, :func:`_warm_up`), with its
+    imports alone (``import
     spsa_bench.cli.simulate``) and the speed-up ``n_seeds * lab_seed_s / seconds``:
     ``lab_seed_s`` measured in this run from the lab checkout ``lab`` (same pairs and
     batch size), else the recorded :data:`LAB_SEED_S`."""
@@ -370,6 +372,7 @@ def whole_process(
         command += ["--seeds", seeds, "--quiet", "--timings"]
         command += ["--output", str(Path(folder) / "run.nc")]
         imports = [sys.executable, "-c", "import spsa_bench.cli.main, spsa_bench.cli.simulate"]
+        _warm_up(command)
         runs = [_timed(command) for _ in range(repeats)]
         import_s = statistics.median(_timed(imports)[0] for _ in range(repeats))
     total_s = statistics.median(wall for wall, _, _ in runs)
@@ -414,6 +417,14 @@ def simulate_only(config: Config) -> dict:
     for key in STUDY_SECTIONS:
         raw.pop(key, None)
     return raw
+
+
+def _warm_up(command: list[str]) -> None:
+    """Run ``command`` once, untimed, letting Python write its bytecode caches as any
+    first use does (even under ``PYTHONDONTWRITEBYTECODE``: otherwise every timed run
+    would compile the modules changed since the caches were written)."""
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
+    subprocess.run(command, check=True, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 
 def _timed(command: list[str]) -> tuple[float, float, str]:
