@@ -122,6 +122,8 @@ class _Seeds:
         "arrival_iter", "arrival_staleness", "arrival_in_flight", "n_jobs", "slot_c",
         "slot_flip", "slot_result", "slot_realized",
     )  # fmt: skip
+    #: The per-seed arrays whose columns go into each report as they are.
+    REPORTED = ("arrival_pairs", "arrival_iter", "arrival_staleness", "arrival_in_flight")
 
     def __init__(self, flips_by_job: np.ndarray, draws: streams.MatchWindow, **arrays):
         self.flips_by_job = flips_by_job
@@ -200,6 +202,8 @@ class _Seeds:
             return np.all(array == array[:1], axis=0)
 
         self.rows = np.arange(self.origin.shape[0])
+        for name in self.REPORTED:  # handed to the optimizer as views: never written
+            getattr(self, name).setflags(write=False)
         # where the rows go in the caller's per-seed arrays: a slice (a view, written in
         # place) while every seed still runs, else the gather of the remaining ones
         # (origin is an increasing subset of the caller's rows: all of them iff as many)
@@ -346,7 +350,7 @@ class _Replay:
         seeds = self.seeds
         if seeds.iter_uniform[job]:  # one row, repeated for every seed
             row = self.optimizer.perturbation(seeds.iter_local[:1, job])
-            c = np.repeat(row, seeds.rows.shape[0], axis=0)
+            c = np.broadcast_to(row, (seeds.rows.shape[0], row.shape[1]))  # read-only
         else:
             c = self.optimizer.perturbation(seeds.iter_local[:, job])
         flip = seeds.flips_by_job[job].astype(np.float64)
@@ -434,15 +438,15 @@ class _Replay:
         step norm ``|theta_new - theta_old|`` within each seed's last 100 updates."""
         seeds = self.seeds
         c, flip, result, realized = self._take(event)
-        report = Report(
-            n_pairs=seeds.arrival_pairs[:, event].copy(),
+        report = Report(  # the schedule's columns as read-only views (_Seeds._derive)
+            n_pairs=seeds.arrival_pairs[:, event],
             signal=result * self.signal_scale,
             flip=flip,
             c=c,
-            iter_local=seeds.arrival_iter[:, event].copy(),
+            iter_local=seeds.arrival_iter[:, event],
             realized=realized,
-            staleness=seeds.arrival_staleness[:, event].copy(),
-            in_flight=seeds.arrival_in_flight[:, event].copy(),
+            staleness=seeds.arrival_staleness[:, event],
+            in_flight=seeds.arrival_in_flight[:, event],
         )
         state = self.optimizer.update(self.state, report)
         if not seeds.event_all_active[event]:

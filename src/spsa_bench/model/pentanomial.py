@@ -274,8 +274,8 @@ def _check_uniforms(uniforms: np.ndarray, thresholds: np.ndarray) -> tuple[np.nd
     A strided view (say, a column slice of a seed's whole match stream) is copied once: the
     comparisons then read it five times from cache, which is faster than five strided passes.
     """
-    if np.asarray(uniforms).dtype == np.uint32:  # integer draws: see draw_thresholds
-        uniforms = np.asarray(uniforms)
+    uniforms = np.asarray(uniforms)
+    if uniforms.dtype == np.uint32:  # integer draws: see draw_thresholds
         thresholds = np.asarray(thresholds, dtype=np.uint32)
     else:
         uniforms = np.asarray(uniforms, dtype=np.float64)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import glob
 import os
+import platform
 import re
-import socket
 import stat
 import tempfile
 import time
@@ -27,7 +27,7 @@ def _umask() -> int:
 
 #: A temporary file older than this is stale whoever wrote it (a writer on another host).
 STALE_SECONDS = 24 * 3600
-_HOST = re.sub(r"[^A-Za-z0-9-]", "-", socket.gethostname()) or "host"
+_HOST = re.sub(r"[^A-Za-z0-9-]", "-", platform.node()) or "host"  # (as socket.gethostname())
 
 
 class OutputPathError(ValueError):
