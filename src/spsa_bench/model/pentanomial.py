@@ -364,6 +364,17 @@ _PACK_BITS = np.array(10, dtype=np.int8)  # 1024**k = 2**(10 k)
 _PACK_SHIFTS = np.arange(0, 50, 10, dtype=np.int64)
 
 
+def _outcome_index(uniforms: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
+    """Each pair's outcome index ``k = #{j : u >= t_j}`` (0 = LL .. 4 = WW), int8 ``(seed, M)``."""
+    index = np.empty(uniforms.shape, dtype=np.int8)
+    hit = np.empty(uniforms.shape, dtype=np.bool_)
+    np.greater_equal(uniforms, thresholds[:, 0:1], out=index.view(np.bool_))
+    for j in (1, 2, 3):
+        np.greater_equal(uniforms, thresholds[:, j : j + 1], out=hit)
+        index += hit.view(np.int8)
+    return index
+
+
 def counts_and_net_wins(
     uniforms: np.ndarray, thresholds: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -382,12 +393,7 @@ def counts_and_net_wins(
         for j in range(4):
             np.greater_equal(uniforms, thresholds[:, j : j + 1], out=hits[j])
         return _counts_from_at_least(_row_sums(hits), m)
-    index = np.empty((rows, m), dtype=np.int8)
-    hit = np.empty((rows, m), dtype=np.bool_)
-    np.greater_equal(uniforms, thresholds[:, 0:1], out=index.view(np.bool_))
-    for j in (1, 2, 3):
-        np.greater_equal(uniforms, thresholds[:, j : j + 1], out=hit)
-        index += hit.view(np.int8)
+    index = _outcome_index(uniforms, thresholds)
     index *= _PACK_BITS
     packed = np.dot(np.ldexp(1.0, index), _ones(m, np.float64)).astype(np.int64)
     counts = np.right_shift(packed[:, None], _PACK_SHIFTS)
@@ -427,12 +433,7 @@ def net_wins_and_power_sums(
     """
     uniforms, thresholds = _check_uniforms(uniforms, thresholds)
     rows, m = uniforms.shape
-    index = np.empty((rows, m), dtype=np.int8)
-    hit = np.empty((rows, m), dtype=np.bool_)
-    np.greater_equal(uniforms, thresholds[:, 0:1], out=index.view(np.bool_))
-    for j in (1, 2, 3):
-        np.greater_equal(uniforms, thresholds[:, j : j + 1], out=hit)
-        index += hit.view(np.int8)
+    index = _outcome_index(uniforms, thresholds)
     dtype = np.float32 if m < _POWER_SUMS_FLOAT32_PAIRS else np.float64
     powers = np.empty((5, rows, m), dtype=dtype)
     powers[0] = 1.0
