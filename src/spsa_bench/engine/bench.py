@@ -344,8 +344,7 @@ def whole_process(
 ) -> dict:
     """Median wall time of a whole ``spsa-bench simulate`` process of ``n_seeds`` seeds
     (``config`` given to it as a file; after one untimed run, :func:`_warm_up`), with its
-    imports alone (``import
-    spsa_bench.cli.simulate``) and the speed-up ``n_seeds * lab_seed_s / seconds``:
+    imports alone (``import spsa_bench.cli.simulate``) and the speed-up ``n_seeds * lab_seed_s / seconds``:
     ``lab_seed_s`` measured in this run from the lab checkout ``lab`` (same pairs and
     batch size), else the recorded :data:`LAB_SEED_S`."""
     out = out or sys.stdout

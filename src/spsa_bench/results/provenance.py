@@ -54,17 +54,6 @@ def _output(process: subprocess.Popen | None) -> bytes | None:
     return out if process.returncode == 0 else None
 
 
-def _git(*args: str, directory: Path) -> bytes | None:
-    """Stdout of ``git args`` run in ``directory``, or None when git fails or is absent."""
-    return _output(_start(args, directory))
-
-
-def git_revision(directory: Path | None = None) -> str:
-    """The source tree's git revision, or ``"unknown"``."""
-    out = _git(*_REVISION, directory=directory or SOURCE_DIR)
-    return out.decode().strip() if out else UNKNOWN
-
-
 def start_git_state(directory: Path | None = None) -> None:
     """Start the git queries of :func:`git_state` now, to run on another core beside the
     caller's work (a 1000-seed simulate would otherwise wait about 5 ms for them at the
