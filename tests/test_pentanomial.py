@@ -365,30 +365,45 @@ def test_counts_and_net_wins_equal_the_plain_counts(rows, pairs):
         assert seg_net[r] == one @ pt.OUTCOME_VALUES
 
 
-@pytest.mark.parametrize(("rows", "pairs"), [(7, 1), (50, 36), (9, 1023), (3, 2500), (2, 70_000)])
-def test_power_sums_give_the_net_wins_and_over_jobs_the_counts(rows, pairs):
-    """net_wins_and_power_sums: the same net wins as counts_and_net_wins, and the power
-    sums of several jobs, added up, give back their total counts exactly (float32 sums
-    below 2**16 pairs a row, float64 above)."""
+@pytest.mark.parametrize(
+    ("rows", "pairs"), [(7, 1), (50, 36), (9, 255), (9, 256), (3, 2500), (2, 70_000)]
+)
+def test_at_least_counts_give_the_net_wins_and_over_jobs_the_counts(rows, pairs):
+    """at_least_and_net_wins on pairs laid out (pair, seed): the same net wins as
+    counts_and_net_wins on (seed, pair), and the at-least counts of several jobs, added
+    up, give back their total counts (uint8 sums below 256 pairs, wider above)."""
     rng = np.random.default_rng(rows * 7 + pairs)
-    totals, sums = np.zeros((rows, 5), dtype=np.int64), np.zeros((5, rows), dtype=np.int64)
+    totals, at_least_totals = np.zeros((rows, 5), dtype=np.int64), np.zeros((4, rows), np.int64)
     for elo_spread in (0.0, 80.0, 600.0):  # jobs from even to lopsided outcome odds
         draws = rng.integers(0, 2**32, size=(rows, pairs), dtype=np.uint64).astype(np.uint32)
         elo = rng.uniform(-elo_spread, elo_spread, rows)
         thresholds = pt.draw_thresholds(pt.thresholds(pt.probabilities(elo)))
         counts, net = pt.counts_and_net_wins(draws, thresholds)
-        power_sums, power_net = pt.net_wins_and_power_sums(draws, thresholds)
-        np.testing.assert_array_equal(power_net, net)
-        np.testing.assert_array_equal(pt.counts_from_power_sums(power_sums), counts)
+        at_least, at_least_net = pt.at_least_and_net_wins(np.ascontiguousarray(draws.T), thresholds)
+        assert at_least.shape == (4, rows) and np.iinfo(at_least.dtype).max >= pairs
+        np.testing.assert_array_equal(at_least_net, net)
+        np.testing.assert_array_equal(pt.counts_from_at_least(at_least, pairs), counts)
         totals += counts
-        sums += power_sums
-    np.testing.assert_array_equal(pt.counts_from_power_sums(sums), totals)
+        at_least_totals += at_least
+    np.testing.assert_array_equal(pt.counts_from_at_least(at_least_totals, 3 * pairs), totals)
 
 
-def test_power_sums_that_no_counts_have_are_refused():
-    one_ww = np.array([[1], [4], [16], [64], [256]])
-    assert pt.counts_from_power_sums(one_ww).tolist() == [[0, 0, 0, 0, 1]]
+def test_at_least_counts_take_float_uniforms_and_check_shapes():
+    rng = np.random.default_rng(11)
+    uniforms = rng.uniform(size=(40, 6))  # (pair, seed)
+    thresholds = pt.thresholds(pt.probabilities(rng.uniform(-50, 50, 6)))
+    at_least, net = pt.at_least_and_net_wins(uniforms, thresholds)
+    counts = pt.counts_from_uniforms(uniforms.T, thresholds)
+    np.testing.assert_array_equal(pt.counts_from_at_least(at_least, 40), counts)
+    np.testing.assert_array_equal(net, counts @ pt.OUTCOME_VALUES)
+    with pytest.raises(ValueError, match=r"\(M, seed\)"):
+        pt.at_least_and_net_wins(uniforms.T, thresholds)  # (seed, pair): the other layout
+
+
+def test_at_least_counts_that_no_counts_have_are_refused():
+    one_ww = np.array([[1], [1], [1], [1]])
+    assert pt.counts_from_at_least(one_ww, 1).tolist() == [[0, 0, 0, 0, 1]]
     with pytest.raises(ValueError, match="no outcome counts"):
-        pt.counts_from_power_sums(one_ww + np.array([[0], [1], [0], [0], [0]]))
+        pt.counts_from_at_least(np.array([[0], [1], [0], [0]]), 1)  # more reach t_1 than t_0
     with pytest.raises(ValueError, match="no outcome counts"):
-        pt.counts_from_power_sums(np.array([[0], [4], [16], [64], [256]]))  # n_0 = -1
+        pt.counts_from_at_least(one_ww, 0)  # n_0 = -1

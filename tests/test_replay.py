@@ -229,6 +229,32 @@ def test_the_match_window_reads_what_the_whole_streams_hold():
         streams.MatchWindow(5, seeds, num_pairs, width=40, longest_job=50)
 
 
+def test_a_pair_major_match_window_reads_what_the_whole_streams_hold():
+    """A pair-major window gives match_draws transposed, (size, seed), contiguous:
+    across moves that keep draws, jumps past the window (draws skipped), dropped seeds
+    and more seeds than are filled at a time."""
+    seeds, num_pairs = np.arange(37) * 3 + 1, 1999
+    whole = streams.match_draws(5, seeds, num_pairs)
+    window = streams.MatchWindow(5, seeds, num_pairs, width=40, longest_job=19, pair_major=True)
+    assert window.buffer.shape == (40, 37)
+    rng = np.random.default_rng(1)
+    offset, rows = 0, np.arange(37)
+    while offset < num_pairs - 20:
+        size = int(rng.integers(1, 20))
+        if rng.uniform() < 0.1:
+            offset += int(rng.integers(40, 200))  # past the window: draws skipped
+        block = window.block(offset, size)
+        assert block.flags.c_contiguous
+        np.testing.assert_array_equal(block, whole[rows, offset : offset + size].T)
+        offset += size
+        if rows.shape[0] == 37 and offset > 1000:
+            kept = np.flatnonzero(rows % 4 != 1)
+            window.keep(kept)
+            rows = rows[kept]
+    with pytest.raises(ValueError, match="pair-major"):
+        window.segments(np.zeros(rows.shape[0], dtype=np.int64), np.ones(rows.shape[0], np.int64))
+
+
 @pytest.mark.parametrize("mode", ["sync", "async-fixed", "async-variable"])
 def test_a_replay_through_a_small_match_window_is_the_same(mode, monkeypatch):
     """Windows of four jobs (moved every few jobs, seed by seed in the asynchronous

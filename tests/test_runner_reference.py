@@ -299,7 +299,7 @@ def test_schedule_is_identical_across_optimizers(monkeypatch):
     kinds = ("spsa", "spsa-block", "sf-sgd-block", "sf-adam", "adam", "ademamix")
     seed = (5,)
     seen = {}
-    original = pentanomial.net_wins_and_power_sums
+    original = pentanomial.at_least_and_net_wins
     for kind in kinds:
         uniforms = []
 
@@ -307,12 +307,12 @@ def test_schedule_is_identical_across_optimizers(monkeypatch):
             uniforms.append(np.array(u, copy=True))
             return original(u, thresholds)
 
-        monkeypatch.setattr(pentanomial, "net_wins_and_power_sums", record)
+        monkeypatch.setattr(pentanomial, "at_least_and_net_wins", record)
         schedule = make_schedule(CONFIG, CONFIG.batch_mode("async-variable"), seed)
         _, log = run_replay(kind, schedule)
         reports, _ = log.stacked()
         seen[kind] = (reports, uniforms, schedule)
-    monkeypatch.setattr(pentanomial, "net_wins_and_power_sums", original)
+    monkeypatch.setattr(pentanomial, "at_least_and_net_wins", original)
     base_reports, base_uniforms, base_schedule = seen[kinds[0]]
     assert len(base_reports["n_pairs"]) > 2 * CONFIG.batch_mode("async-variable").workers
     assert len(base_uniforms) == len(base_reports["n_pairs"])  # one draw set per job

@@ -168,6 +168,8 @@ class _Seeds:
                 schedule.num_pairs,
                 width=max(MATCH_WINDOW, 4 * longest_job),
                 longest_job=longest_job,
+                # jobs common to every seed: a job's draws are one (pair, seed) block
+                pair_major=identical or n_seeds == 1,
             ),
             iter_local=per_seed(iter_local),
             job_pairs=schedule.job_pairs,
@@ -288,10 +290,11 @@ class _Replay:
         self.extras_out = {
             name: np.full_like(self.theta_out, np.nan) for name in optimizer.extras(self.state)
         }
-        # outcome counts: of the ragged jobs directly, of the others as power sums
-        # (pentanomial.net_wins_and_power_sums), turned into counts at the end
+        # outcome counts: directly, or through a pair-major window as the pairs reaching
+        # each threshold (pentanomial.at_least_and_net_wins), turned into counts at the end
         self.outcome_counts = np.zeros((n_seeds, 5), dtype=np.int64)
-        self.power_sums = np.zeros((5, n_seeds), dtype=np.int64)
+        self.at_least = np.zeros((4, n_seeds), dtype=np.int64)
+        self.at_least_pairs = np.zeros(n_seeds, dtype=np.int64)
         self.last_steps_from = int(schedule.n_jobs.min()) - LAST_STEPS
         # step norms are kept from the first arrival a seed's last-100 mean can read on
         self.steps_from = max(self.last_steps_from, 0)
@@ -328,7 +331,7 @@ class _Replay:
             total_pairs=self.schedule.job_pairs.sum(axis=1),
             n_updates=self.schedule.n_jobs.copy(),
             outcome_counts=self.outcome_counts
-            + pentanomial.counts_from_power_sums(self.power_sums),
+            + pentanomial.counts_from_at_least(self.at_least, self.at_least_pairs),
             **self._probe_fractions(),
         )
 
@@ -358,9 +361,15 @@ class _Replay:
         opponent, realized = self._opponent_elo(job, step, flip)
         thresholds = self.noise.fast_draw_thresholds(opponent)
         if seeds.job_uniform[job]:
-            u = seeds.draws.block(int(seeds.job_offset[0, job]), int(seeds.job_pairs[0, job]))
-            power_sums, net = pentanomial.net_wins_and_power_sums(u, thresholds)
-            self.power_sums[:, seeds.to_origin] += power_sums  # counts at the end
+            size = int(seeds.job_pairs[0, job])
+            u = seeds.draws.block(int(seeds.job_offset[0, job]), size)
+            if seeds.draws.pair_major:  # (pair, seed): counted at the end
+                at_least, net = pentanomial.at_least_and_net_wins(u, thresholds)
+                self.at_least[:, seeds.to_origin] += at_least
+                self.at_least_pairs[seeds.to_origin] += size
+            else:
+                counts, net = pentanomial.counts_and_net_wins(u, thresholds)
+                self.outcome_counts[seeds.to_origin] += counts
             slot = seeds.job_worker[0, job]
             if self.lockstep:  # fresh arrays, handed over whole: nothing to copy
                 self.in_flight[slot] = (c, flip, net, realized)

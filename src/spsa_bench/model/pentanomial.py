@@ -405,61 +405,59 @@ def counts_and_net_wins(
     return counts, net
 
 
-#: Power sums of the outcome index k (0 = LL .. 4 = WW) back to counts: with
-#: ``S_p = sum_k k**p n_k``, ``(n_1, n_2, n_3, n_4) = _FROM_POWER_SUMS @ (S_1, .., S_4) / 24``
-#: (the inverse of the Vandermonde matrix of the nodes 1..4, scaled to integers) and
-#: ``n_0 = S_0 - n_1 - .. - n_4``.
-_FROM_POWER_SUMS = np.array(
-    [[96, -104, 36, -4], [-72, 114, -48, 6], [32, -56, 28, -4], [-6, 11, -6, 1]], dtype=np.int64
-)
-_FROM_POWER_SUMS_DIVISOR = 24
-#: Rows shorter than this sum k**p in float32, exactly (partial sums <= 256 M < 2**24).
-_POWER_SUMS_FLOAT32_PAIRS = 2**16
+def _reach_dtype(m: int) -> type:
+    """The narrowest unsigned integer that counts ``m`` pairs."""
+    return np.uint8 if m < 2**8 else np.uint16 if m < 2**16 else np.uint32
 
 
-def net_wins_and_power_sums(
-    uniforms: np.ndarray, thresholds: np.ndarray
+def at_least_and_net_wins(
+    uniforms_by_pair: np.ndarray, thresholds: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Net wins ``(seed,)`` and the power sums ``S_p = sum over pairs of k**p``,
-    ``p = 0..4``, ``(5, seed)``, of unpadded rows, int64 (``k = #{j : u >= t_j}``, the
-    pair's outcome index, 0 = LL .. 4 = WW).
+    """A job's pairs laid out ``(M, seed)`` (unpadded): how many of each seed's pairs reach
+    each threshold, ``(4, seed)``, and the net wins ``(seed,)``, int64.
 
-    The hot path's form of :func:`counts_and_net_wins` when only the run's total counts
-    are kept: power sums add up over jobs, and :func:`counts_from_power_sums` turns
-    their totals into the five counts exactly (four moments fix the four unknown counts
-    of nodes 1..4; ``S_0`` is the number of pairs). Net wins are ``S_1 - 2 S_0``. All
-    five sums come from one BLAS row sum over ``k**p`` in float32 (exact: integers
-    below ``2**24``; float64 from :data:`_POWER_SUMS_FLOAT32_PAIRS` pairs a row).
+    With pair ``k``'s outcome index ``#{j : u_k >= t_j}`` (0 = LL .. 4 = WW)::
+
+        at_least[j, s] = #{k : u[k, s] >= t[s, j]}        j = 0..3
+        net_wins[s]    = sum_j at_least[j, s] - 2 M
+
+    The hot path of jobs common to every seed: each comparison runs along a row of every
+    seed against one contiguous row of thresholds, and the counts sum down the pairs in
+    the narrowest unsigned integer that holds ``M`` (the dtype of ``at_least``). At-least
+    counts add up over jobs; :func:`counts_from_at_least` turns their totals into the
+    five counts. ``thresholds`` is ``(seed, 4)``, as :func:`fast_draw_thresholds` gives it
+    (a transposed view, so each threshold's row is contiguous); ``uint32`` draws take
+    :func:`draw_thresholds`.
     """
-    uniforms, thresholds = _check_uniforms(uniforms, thresholds)
-    rows, m = uniforms.shape
-    index = _outcome_index(uniforms, thresholds)
-    dtype = np.float32 if m < _POWER_SUMS_FLOAT32_PAIRS else np.float64
-    powers = np.empty((5, rows, m), dtype=dtype)
-    powers[0] = 1.0
-    np.copyto(powers[1], index, casting="unsafe")
-    np.multiply(powers[1], powers[1], out=powers[2])
-    np.multiply(powers[2], powers[1], out=powers[3])
-    np.multiply(powers[2], powers[2], out=powers[4])
-    sums = np.dot(powers.reshape(5 * rows, m), _ones(m, dtype)).astype(np.int64)
-    sums = sums.reshape(5, rows)
-    net = sums[0] * -2
-    net += sums[1]
-    return sums, net
+    uniforms_by_pair = np.asarray(uniforms_by_pair)
+    integer = uniforms_by_pair.dtype == np.uint32
+    if not integer:
+        uniforms_by_pair = uniforms_by_pair.astype(np.float64, copy=False)
+    by_threshold = np.asarray(thresholds, dtype=np.uint32 if integer else np.float64).T
+    if uniforms_by_pair.ndim != 2 or by_threshold.shape != (4, uniforms_by_pair.shape[1]):
+        raise ValueError(
+            f"expected uniforms (M, seed) and thresholds (seed, 4), got "
+            f"{uniforms_by_pair.shape} and {by_threshold.T.shape}"
+        )
+    m = uniforms_by_pair.shape[0]
+    hits = np.empty((4,) + uniforms_by_pair.shape, dtype=np.bool_)
+    for j in range(4):
+        np.greater_equal(uniforms_by_pair, by_threshold[j], out=hits[j])
+    at_least = np.add.reduce(hits.view(np.uint8), axis=1, dtype=_reach_dtype(m))
+    net = at_least.sum(axis=0, dtype=np.int64)
+    net -= 2 * m
+    return at_least, net
 
 
-def counts_from_power_sums(power_sums: np.ndarray) -> np.ndarray:
-    """The counts ``(seed, 5)`` (LL, DL, DD, WD, WW) whose outcome indices have the power
-    sums ``(5, seed)`` of :func:`net_wins_and_power_sums` (summed over any number of
-    jobs), int64, exactly; a set of sums no counts have raises ``ValueError``."""
-    power_sums = np.asarray(power_sums, dtype=np.int64)
-    scaled = _FROM_POWER_SUMS @ power_sums[1:]
-    upper, remainder = np.divmod(scaled, _FROM_POWER_SUMS_DIVISOR)
-    counts = np.empty((power_sums.shape[1], 5), dtype=np.int64)
-    counts[:, 1:] = upper.T
-    counts[:, 0] = power_sums[0] - upper.sum(axis=0)
-    if remainder.any() or (counts < 0).any():
-        raise ValueError("power sums that no outcome counts have")
+def counts_from_at_least(at_least: np.ndarray, pairs) -> np.ndarray:
+    """The counts ``(seed, 5)`` (LL, DL, DD, WD, WW), int64, of ``pairs`` pairs a seed of
+    which ``at_least[j]`` reach threshold ``j`` (``(4, seed)``, summed over any number of
+    jobs, as :func:`at_least_and_net_wins` gives them); counts no pairs have (the at-least
+    counts not non-increasing from ``pairs``) raise ``ValueError``."""
+    at_least = np.asarray(at_least, dtype=np.int64)
+    counts = _counts_from_at_least(at_least, pairs)[0]
+    if (counts < 0).any():
+        raise ValueError("at-least counts that no outcome counts have")
     return counts
 
 

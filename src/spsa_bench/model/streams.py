@@ -96,37 +96,67 @@ class MatchWindow:
     draws before it are never read again, the rest is kept, and the seed's stream goes
     on where it stopped. What is read is :func:`match_draws` bit for bit; a budget no
     longer than the window is drawn whole at once, as there.
+
+    ``pair_major``: the buffer is laid out ``(pair, seed)``, for replays whose jobs are
+    common to every seed (the synchronous mode): a job's draws are then one contiguous
+    block ``(size, seed)`` whose comparisons with per-seed thresholds run along rows of
+    every seed (:func:`spsa_bench.model.pentanomial.at_least_and_net_wins`). Such a
+    window moves every seed at once and serves :meth:`block` only.
     """
 
-    def __init__(self, entropy: int, seeds, num_pairs: int, width: int, longest_job: int):
+    def __init__(
+        self,
+        entropy: int,
+        seeds,
+        num_pairs: int,
+        width: int,
+        longest_job: int,
+        *,
+        pair_major: bool = False,
+    ):
         whole = num_pairs + (num_pairs & 1)  # draws come two at a time
         width = min(whole, width + (width & 1))
         if width < whole and width < longest_job + 2:
             raise ValueError(f"a window of {width} draws cannot hold a job of {longest_job}")
         self.width = width
+        self.pair_major = pair_major
         self.streams = [bit_generator(entropy, seed, "match") for seed in seeds]
-        self.buffer = np.empty((len(self.streams), width), dtype=np.uint32)
-        for row, stream in enumerate(self.streams):  # stream setup: one draw call per seed
-            self.buffer[row] = _draws(stream, width)
-        self.start = np.zeros(len(self.streams), dtype=np.int64)
+        n_seeds = len(self.streams)
+        if pair_major:
+            self.buffer = np.empty((width, n_seeds), dtype=np.uint32)
+            _fill_pair_major(self.streams, self.buffer)
+        else:
+            self.buffer = np.empty((n_seeds, width), dtype=np.uint32)
+            for row, stream in enumerate(self.streams):  # stream setup: one draw call per seed
+                self.buffer[row] = _draws(stream, width)
+        self.start = np.zeros(n_seeds, dtype=np.int64)
         self.aligned = True  # every seed's window starts at the same draw
 
     def block(self, offset: int, size: int) -> np.ndarray:
-        """Draws ``offset .. offset + size - 1`` of every seed, ``(seed, size)``."""
+        """Draws ``offset .. offset + size - 1`` of every seed, ``(seed, size)``; of a
+        pair-major window ``(size, seed)``, a contiguous slice."""
         rows = self.start.shape[0]
         if rows == 0:
-            return self.buffer[:, :size]  # no seed left: (0, size)
+            return self.buffer[:size, :] if self.pair_major else self.buffer[:, :size]
         if not self.aligned:
             return self.segments(np.full(rows, offset), np.full(rows, size)).reshape(rows, size)
         first = int(self.start[0])
         if offset + size > first + self.width:
-            self._move(np.arange(rows), offset)
+            if self.pair_major:
+                self._move_every_seed(offset)
+            else:
+                self._move(np.arange(rows), offset)
             first = int(self.start[0])
+        if self.pair_major:
+            return self.buffer[offset - first : offset - first + size]
         return self.buffer[:, offset - first : offset - first + size]
 
     def segments(self, offsets: np.ndarray, sizes: np.ndarray) -> np.ndarray:
         """Seed ``s``'s draws ``offsets[s] .. offsets[s] + sizes[s] - 1``, concatenated
-        seed after seed (a seed of size 0 gives nothing)."""
+        seed after seed (a seed of size 0 gives nothing). Not for a pair-major window,
+        which serves jobs common to every seed (:meth:`block`)."""
+        if self.pair_major:
+            raise ValueError("a pair-major match window serves blocks common to every seed")
         late = (sizes > 0) & (offsets + sizes > self.start + self.width)
         if late.any():
             self._move(np.flatnonzero(late), offsets)
@@ -152,9 +182,41 @@ class MatchWindow:
             self.start[row] = new_start[row]
         self.aligned = bool(np.all(self.start == self.start[:1]))
 
+    def _move_every_seed(self, offset: int) -> None:
+        """Move every seed's window of a pair-major buffer up to start at ``offset`` (made
+        even): the draws still ahead move up, the stream of each seed fills the rest."""
+        new_start = offset - (offset & 1)
+        shift = new_start - int(self.start[0])
+        kept = self.width - shift
+        if kept > 0:
+            self.buffer[:kept] = self.buffer[shift:]
+        fresh = min(shift, self.width)
+        _fill_pair_major(self.streams, self.buffer[self.width - fresh :], skip=max(-kept, 0))
+        self.start[:] = new_start
+
     def keep(self, rows: np.ndarray) -> None:
         """Keep only ``rows`` (indices into the current seeds)."""
-        self.buffer = self.buffer[rows]
+        self.buffer = self.buffer.take(rows, axis=1) if self.pair_major else self.buffer[rows]
         self.start = self.start[rows]
         self.streams = [self.streams[row] for row in rows.tolist()]
         self.aligned = bool(np.all(self.start == self.start[:1]))
+
+
+#: Seeds filled at a time into a pair-major window: a pair's draws of 16 seeds are one
+#: 64-byte line, so each line of the window is written once, whole.
+_FILL_SEEDS = 16
+
+
+def _fill_pair_major(streams: list, out: np.ndarray, skip: int = 0) -> None:
+    """Fill ``out`` ``(count, seed)`` with every seed's next ``count`` draws, after
+    skipping ``skip`` (both even): seeds a few at a time, drawn into a small seed-major
+    block and copied across (a seed's draws alone would touch a line per draw)."""
+    count, n_seeds = out.shape
+    block = np.empty((min(_FILL_SEEDS, n_seeds), count), dtype=np.uint32)
+    for first in range(0, n_seeds, _FILL_SEEDS):  # stream I/O: one draw call per seed
+        group = streams[first : first + _FILL_SEEDS]
+        for row, stream in enumerate(group):
+            if skip:
+                _draws(stream, skip)
+            block[row] = _draws(stream, count)
+        out[:, first : first + len(group)] = block[: len(group)].T
