@@ -41,6 +41,32 @@ def test_spsa_update_matches_hand_worked_case():
     assert np.all(state.theta == 0)  # the input state is untouched
 
 
+def test_one_iteration_broadcast_to_every_seed_gives_each_seed_the_update_of_its_own():
+    """A report whose iteration is one value broadcast to every seed (the synchronous
+    mode) gets the gain computed once: bit for bit the update of seeds reported one by
+    one, and the gain shape of a plain array."""
+    from spsa_bench.optimizers.spsa import gain_schedule
+
+    dv = view()
+    opt = build("spsa", dv)
+    rng = np.random.default_rng(3)
+    n_seeds, k = 50, np.broadcast_to(np.array([17.0]), (50,))
+    flips = rng.choice([-1.0, 1.0], size=(n_seeds, 2))
+    signal = rng.integers(-20, 21, n_seeds).astype(np.float64)
+    c = np.broadcast_to(opt.perturbation(k[:1]), (n_seeds, 2))
+    state = opt.init(n_seeds)
+    together = opt.update(state, Report(np.full(n_seeds, 36.0), signal, flips, c, k)).theta
+    for seed in range(n_seeds):
+        alone = opt.update(
+            opt.init(1),
+            Report(np.array([36.0]), signal[seed : seed + 1], flips[seed : seed + 1], c[:1], k[:1]),
+        ).theta
+        assert together[seed].tobytes() == alone[0].tobytes()
+    schedule = gain_schedule(dv, hyper_from_dict("spsa", {}))
+    ks = np.broadcast_to(np.array([3.0]), (7,))
+    assert schedule.gain_shape(ks).tobytes() == schedule.gain_shape(np.full(7, 3.0)).tobytes()
+
+
 def test_schedule_hits_c_end_and_a_end_at_the_last_iteration():
     dv = view()
     opt = build("spsa", dv)

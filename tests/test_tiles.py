@@ -30,11 +30,22 @@ def test_the_tiles_own_their_vector():
     assert tiles.like(np.empty((MIN_ROWS, 5)))[:, 0].tolist() == [0.0] * MIN_ROWS
 
 
-def test_few_rows_or_other_shapes_get_the_vector_itself():
+def test_few_rows_get_the_vector_itself():
     tiles = RowTiles(np.arange(3.0))
     assert tiles.like(np.empty((MIN_ROWS - 1, 3))).shape == (3,)
     assert tiles.like(np.empty(3)).shape == (3,)
-    assert tiles.like(np.empty((2, MIN_ROWS, 3))).shape == (3,)
+    assert tiles.like(np.empty((1, MIN_ROWS - 1, 3))).shape == (3,)
+
+
+def test_stacked_arrays_get_a_tile_of_their_shape():
+    """(2, rows, n), as the replay's two probes stacked: the vector down every row."""
+    vector = _rng(5).normal(size=3)
+    tiles = RowTiles(vector)
+    tile = tiles.like(np.empty((2, MIN_ROWS, 3)))
+    assert tile.shape == (2, MIN_ROWS, 3) and not tile.flags.writeable
+    np.testing.assert_array_equal(tile, np.broadcast_to(vector, (2, MIN_ROWS, 3)))
+    assert tiles.like(np.empty((2, MIN_ROWS, 3))) is tile
+    assert tiles.like(np.empty((2 * MIN_ROWS, 3))).shape == (2 * MIN_ROWS, 3)
 
 
 def test_the_cache_stays_small_and_correct_when_row_counts_change():
@@ -60,6 +71,9 @@ def test_clip_with_tiled_bounds_equals_clamping_by_broadcast(rows):
     assert view.clip(theta).tobytes() == expected.tobytes()
     out = np.empty_like(theta)
     assert view.clip(theta, out=out) is out and out.tobytes() == expected.tobytes()
+    stacked = np.stack([theta, 2 * view.theta_start - theta])  # (2, rows, param)
+    expected = np.minimum(np.maximum(stacked, view.theta_min), view.theta_max)
+    assert view.clip(stacked).tobytes() == expected.tobytes()
 
 
 @pytest.mark.parametrize("rows", [3, 1000])

@@ -276,6 +276,12 @@ class _Replay:
         # flight are kept as whole arrays per worker instead of in the slot arrays.
         self.lockstep = bool(self.seeds.job_uniform.all() and self.seeds.event_uniform.all())
         self.in_flight: dict[int, tuple] = {}
+        # every seed at the same iteration in every job: all the perturbations at once,
+        # one row a job broadcast to every seed (read-only)
+        self.c_by_job = None
+        if self.seeds.iter_uniform.all():
+            rows = optimizer.perturbation(self.seeds.iter_local[0])
+            self.c_by_job = np.broadcast_to(rows[:, None, :], (rows.shape[0], n_seeds, n_params))
         self.grid = pairs_grid(schedule.num_pairs, checkpoints)
         if identical:  # every seed records at the same events: find them once
             event_of = _checkpoint_events(schedule.first_seed(), self.grid)
@@ -351,7 +357,9 @@ class _Replay:
         probes ``clip(theta -+ c * flip)``, their opponent Elo, and the job's net wins
         from its own match uniforms; all held in flight until the job arrives."""
         seeds = self.seeds
-        if seeds.iter_uniform[job]:  # one row, repeated for every seed
+        if self.c_by_job is not None:
+            c = self.c_by_job[job]
+        elif seeds.iter_uniform[job]:  # one row, repeated for every seed
             row = self.optimizer.perturbation(seeds.iter_local[:1, job])
             c = np.broadcast_to(row, (seeds.rows.shape[0], row.shape[1]))  # read-only
         else:
@@ -398,7 +406,10 @@ class _Replay:
         rounded). A NaN (from a NaN in theta, which reaches every probe) stops the run
         here, loudly."""
         view, rounding = self.view, self.rounding
-        plus, minus = view.clip(self.theta + step), view.clip(self.theta - step)
+        probes = np.empty((2,) + step.shape)  # plus and minus, clipped in one pass
+        np.add(self.theta, step, out=probes[0])
+        np.subtract(self.theta, step, out=probes[1])
+        plus, minus = view.clip(probes, out=probes)
         realized = None
         if rounding.active:
             plus, minus = rounding.play(job, plus, minus, in_place=True)  # fresh from clip
@@ -495,6 +506,8 @@ class _Replay:
             self.rounding = self.rounding.rows(kept)
             self.state = type(self.state)(*(field[kept] for field in self.state))
             self.theta = self.theta[kept]
+            if self.c_by_job is not None:
+                self.c_by_job = self.c_by_job[:, kept]
             self.position[seeds.origin] = np.arange(seeds.origin.shape[0])
         self.next_compaction_check = event + 1
 

@@ -29,22 +29,23 @@ class RowTiles:
         vector = np.array(vector, dtype=np.float64, copy=True)
         vector.setflags(write=False)
         self._vector = vector
-        self._tiles: dict[int, np.ndarray] = {}
+        self._tiles: dict[tuple[int, ...], np.ndarray] = {}
 
     def like(self, array: np.ndarray) -> np.ndarray:
         """The vector shaped to combine elementwise with ``array`` (last axis = ``n``).
 
-        A ``(rows, n)`` tile for a 2-d ``array`` with at least ``MIN_ROWS`` rows, else
-        the vector itself (broadcasting does the rest).
+        A tile of ``array``'s shape (say ``(rows, n)``, or ``(2, rows, n)`` for two
+        stacked probes) when it has at least ``MIN_ROWS`` rows of ``n``, else the
+        vector itself (broadcasting does the rest).
         """
-        if array.ndim != 2 or array.shape[0] < MIN_ROWS:
+        shape = array.shape
+        if array.ndim < 2 or array.size < MIN_ROWS * shape[-1]:
             return self._vector
-        rows = array.shape[0]
-        tile = self._tiles.get(rows)
+        tile = self._tiles.get(shape)
         if tile is None:
             if len(self._tiles) >= MAX_TILES:
                 self._tiles.clear()
-            tile = np.tile(self._vector, (rows, 1))
+            tile = np.tile(self._vector, (array.size // shape[-1], 1)).reshape(shape)
             tile.setflags(write=False)
-            self._tiles[rows] = tile
+            self._tiles[shape] = tile
         return tile

@@ -71,8 +71,12 @@ class GainSchedule:
         return self._gain_scale_tiles.like(array)
 
     def gain_shape(self, k: np.ndarray) -> np.ndarray:
-        """The scalar part of ``a_k / c_k``: ``k**gamma / (A + k)**alpha``."""
-        k = np.asarray(k, dtype=np.float64)
+        """The scalar part of ``a_k / c_k``: ``k**gamma / (A + k)**alpha`` (computed once
+        for a ``k`` that is one value broadcast to every seed, and broadcast likewise)."""
+        k = np.asarray(k)
+        if k.ndim == 1 and k.shape[0] > 1 and k.strides[0] == 0:
+            return np.broadcast_to(self.gain_shape(k[:1]), k.shape)
+        k = k.astype(np.float64, copy=False)
         return k**self.gamma / (self.A + k) ** self.alpha
 
     def r_k(self, k: np.ndarray) -> np.ndarray:
