@@ -272,6 +272,7 @@ def test_a_replay_through_a_small_match_window_is_the_same(mode, monkeypatch):
 
     whole = replayed()
     monkeypatch.setattr(replay_module, "MATCH_WINDOW", 1)
+    monkeypatch.setattr(replay_module, "PAIR_MAJOR_WINDOW", 1)
     windowed = replayed()
     np.testing.assert_array_equal(windowed.theta, whole.theta)
     np.testing.assert_array_equal(windowed.outcome_counts, whole.outcome_counts)
