@@ -157,6 +157,21 @@ def test_per_seed_arrays_of_identical_seeds_equal_the_seed_by_seed_ones(monkeypa
     np.testing.assert_array_equal(fast_run.outcome_counts, general_run.outcome_counts)
 
 
+def test_flips_are_each_seed_stream_bits_in_job_order():
+    """Literal reference: bit b of a seed's own flips stream (64-bit outputs, least
+    significant bit first) is the flip of job b // params, param b % params, as +-1;
+    for more seeds than are unpacked at once, and any order of seeds."""
+    seeds = np.array([130, 2, 77] + list(range(3, 140, 2)))
+    num_jobs, num_params = 11, 7
+    got = streams.flips(9, seeds, num_jobs, num_params)
+    for row, seed in enumerate(seeds):
+        words = streams.bit_generator(9, seed, "flips").random_raw(-(-num_jobs * num_params // 64))
+        bits = [(int(word) >> shift) & 1 for word in words for shift in range(64)]
+        expected = np.array(bits[: num_jobs * num_params]).reshape(num_jobs, num_params) * 2 - 1
+        np.testing.assert_array_equal(got[row], expected, err_msg=f"seed {seed}")
+    assert streams.flips(9, seeds[:0], num_jobs, num_params).shape == (0, num_jobs, num_params)
+
+
 def test_job_major_flips_are_the_seed_major_flips_transposed():
     seeds = np.array([0, 5, 9])
     job_major = streams.flips(3, seeds, 7, 5, job_major=True)

@@ -48,17 +48,26 @@ def flips(
     """
     n_bits = num_jobs * num_params
     n_words = -(-n_bits // 64)
+    words = np.empty((len(seeds), n_words), dtype="<u8")  # each seed's raw stream, little-endian
+    for row, seed in enumerate(np.asarray(seeds).tolist()):  # stream setup: one call per seed
+        words[row] = bit_generator(entropy, seed, "flips").random_raw(n_words)
     shape = (num_jobs, len(seeds), num_params) if job_major else (len(seeds), num_jobs, num_params)
     out = np.empty(shape, dtype=np.int8)
     by_seed = out.transpose(1, 0, 2) if job_major else out  # a view: (seed, job, param)
-    for row, seed in enumerate(seeds):  # stream setup only: one draw call per seed
-        words = bit_generator(entropy, seed, "flips").random_raw(n_words).astype("<u8")
-        bits = np.unpackbits(words.view(np.uint8), count=n_bits, bitorder="little")
-        # bit b of the seed's raw stream is the flip of job b // num_params, param b % num_params
-        by_seed[row] = bits.view(np.int8).reshape(num_jobs, num_params)
-    out *= 2
-    out -= 1
+    as_bytes = words.view(np.uint8)
+    for first in range(0, len(seeds), _UNPACK_SEEDS):  # a few seeds' bits at a time
+        # bit b of a seed's raw stream is the flip of job b // num_params, param b % num_params
+        bits = np.unpackbits(
+            as_bytes[first : first + _UNPACK_SEEDS], axis=1, count=n_bits, bitorder="little"
+        ).view(np.int8)
+        bits *= 2
+        bits -= 1
+        by_seed[first : first + bits.shape[0]] = bits.reshape(-1, num_jobs, num_params)
     return out
+
+
+#: Seeds whose flips are unpacked at once (a few hundred kB: the block stays in cache).
+_UNPACK_SEEDS = 64
 
 
 def match_draws(entropy: int, seeds: np.ndarray, num_pairs: int) -> np.ndarray:
@@ -212,11 +221,13 @@ def _fill_pair_major(streams: list, out: np.ndarray, skip: int = 0) -> None:
     skipping ``skip`` (both even): seeds a few at a time, drawn into a small seed-major
     block and copied across (a seed's draws alone would touch a line per draw)."""
     count, n_seeds = out.shape
-    block = np.empty((min(_FILL_SEEDS, n_seeds), count), dtype=np.uint32)
+    # the 64-bit outputs stored little-endian, read as pairs of draws (as _draws splits them)
+    outputs = np.empty((min(_FILL_SEEDS, n_seeds), count // 2), dtype="<u8")
+    block = outputs.view("<u4")
     for first in range(0, n_seeds, _FILL_SEEDS):  # stream I/O: one draw call per seed
         group = streams[first : first + _FILL_SEEDS]
         for row, stream in enumerate(group):
             if skip:
-                _draws(stream, skip)
-            block[row] = _draws(stream, count)
+                stream.random_raw(skip // 2)
+            outputs[row] = stream.random_raw(count // 2)
         out[:, first : first + len(group)] = block[: len(group)].T
