@@ -79,9 +79,17 @@ PRESET_PARAMETERS: dict[str, tuple[float, float]] = {
 #: 0.35 at 0.3, 0.17 at 0.9 (real tunes need at most 0.06).
 MAX_PAIR_SCALE = 1.5
 
-_NODES, _WEIGHTS = np.polynomial.hermite.hermgauss(64)
-_UNIT_NODES = math.sqrt(2.0) * _NODES  # eta = tau * unit node for eta ~ N(0, tau^2)
-_UNIT_WEIGHTS = _WEIGHTS / math.sqrt(math.pi)
+
+@functools.cache
+def _unit_rule() -> tuple[np.ndarray, np.ndarray]:
+    """64-node Gauss-Hermite rule for ``E[f(eta)]``, ``eta ~ N(0, 1)``: nodes and weights
+    (built on first use: numpy.polynomial is not imported by a run from stored knots)."""
+    import numpy.polynomial.hermite
+
+    nodes, weights = numpy.polynomial.hermite.hermgauss(64)
+    return math.sqrt(2.0) * nodes, weights / math.sqrt(math.pi)
+
+
 _K = math.log(10.0) / 800.0  # E[w - l] = tanh(K x)
 _STEP = 0.125  # grid step of the threshold table (Elo)
 
@@ -105,8 +113,8 @@ def _game_probabilities(mu: np.ndarray, eta: np.ndarray, delta: float):
 
 def _equal_strength(delta: float, tau: float) -> tuple[float, float]:
     """Draw rate and ``E[(w - l)^2]`` at ``mu = 0``."""
-    win, draw, loss = _game_probabilities(np.zeros(1), tau * _UNIT_NODES, delta)
-    return float(draw[0] @ _UNIT_WEIGHTS), float(((win - loss) ** 2)[0] @ _UNIT_WEIGHTS)
+    win, draw, loss = _game_probabilities(np.zeros(1), tau * _unit_rule()[0], delta)
+    return float(draw[0] @ _unit_rule()[1]), float(((win - loss) ** 2)[0] @ _unit_rule()[1])
 
 
 def _margin_for_draw_rate(draw_rate: float, tau: float) -> float:
@@ -200,8 +208,8 @@ def _score_residual(mu, target, delta, eta):
     z = mu[:, None] + eta[None, :]
     win = _logistic(z - delta)
     plus = _logistic(z + delta)  # l = 1 - plus
-    residual = (win + plus - 1.0) @ _UNIT_WEIGHTS - target
-    slope = (win * (1.0 - win) + plus * (1.0 - plus)) @ _UNIT_WEIGHTS
+    residual = (win + plus - 1.0) @ _unit_rule()[1] - target
+    slope = (win * (1.0 - win) + plus * (1.0 - plus)) @ _unit_rule()[1]
     return residual, slope
 
 
@@ -219,11 +227,11 @@ def _bisect_shift(target, delta, eta):
 def _pair_probabilities(mu: np.ndarray, delta: float, eta: np.ndarray) -> np.ndarray:
     win, draw, loss = _game_probabilities(mu, eta, delta)
     out = np.empty(mu.shape + (5,))
-    out[:, 0] = (loss * loss) @ _UNIT_WEIGHTS
-    out[:, 1] = (2.0 * loss * draw) @ _UNIT_WEIGHTS
-    out[:, 2] = (draw * draw + 2.0 * win * loss) @ _UNIT_WEIGHTS
-    out[:, 3] = (2.0 * win * draw) @ _UNIT_WEIGHTS
-    out[:, 4] = (win * win) @ _UNIT_WEIGHTS
+    out[:, 0] = (loss * loss) @ _unit_rule()[1]
+    out[:, 1] = (2.0 * loss * draw) @ _unit_rule()[1]
+    out[:, 2] = (draw * draw + 2.0 * win * loss) @ _unit_rule()[1]
+    out[:, 3] = (2.0 * win * draw) @ _unit_rule()[1]
+    out[:, 4] = (win * win) @ _unit_rule()[1]
     return out
 
 
@@ -235,11 +243,11 @@ def _pair_slopes(mu: np.ndarray, delta: float, eta: np.ndarray) -> np.ndarray:
     dloss = -plus * (1.0 - plus)
     ddraw = -dwin - dloss
     out = np.empty(mu.shape + (5,))
-    out[:, 0] = (2.0 * loss * dloss) @ _UNIT_WEIGHTS
-    out[:, 1] = (2.0 * (dloss * draw + loss * ddraw)) @ _UNIT_WEIGHTS
-    out[:, 2] = (2.0 * (draw * ddraw + dwin * loss + win * dloss)) @ _UNIT_WEIGHTS
-    out[:, 3] = (2.0 * (dwin * draw + win * ddraw)) @ _UNIT_WEIGHTS
-    out[:, 4] = (2.0 * win * dwin) @ _UNIT_WEIGHTS
+    out[:, 0] = (2.0 * loss * dloss) @ _unit_rule()[1]
+    out[:, 1] = (2.0 * (dloss * draw + loss * ddraw)) @ _unit_rule()[1]
+    out[:, 2] = (2.0 * (draw * ddraw + dwin * loss + win * dloss)) @ _unit_rule()[1]
+    out[:, 3] = (2.0 * (dwin * draw + win * ddraw)) @ _unit_rule()[1]
+    out[:, 4] = (2.0 * win * dwin) @ _unit_rule()[1]
     return out
 
 
@@ -272,7 +280,7 @@ class NoiseModel:
             return pentanomial.probabilities(opponent_elo)
         x, shape = pentanomial.clipped_elo(opponent_elo)
         delta, tau = self.parameters
-        eta = tau * _UNIT_NODES
+        eta = tau * _unit_rule()[0]
         mu = _solve_shift(-x, delta, eta)
         return _pair_probabilities(mu, delta, eta).reshape(shape + (5,))
 
@@ -301,9 +309,9 @@ class NoiseModel:
             return pentanomial.draw_rate_per_game(opponent_elo)
         x, shape = pentanomial.clipped_elo(opponent_elo)
         delta, tau = self.parameters
-        eta = tau * _UNIT_NODES
+        eta = tau * _unit_rule()[0]
         _, draw, _ = _game_probabilities(_solve_shift(-x, delta, eta), eta, delta)
-        return (draw @ _UNIT_WEIGHTS).reshape(shape)
+        return (draw @ _unit_rule()[1]).reshape(shape)
 
     def summary(self, hero_elo) -> list[dict]:
         """Per hero advantage: probabilities, score, draw rate, sigma2 and correlation.
@@ -399,7 +407,7 @@ def solve_threshold_knots(draw_rate: float, sigma2: float) -> tuple[np.ndarray, 
     """:func:`_threshold_knots` solved: the exact values at the knots, and their slopes
     ``dP/dx = -dP/dmu dmu/dx`` with ``dmu/dx`` from the score equation."""
     delta, tau = _calibrate(draw_rate, sigma2)
-    eta = tau * _UNIT_NODES
+    eta = tau * _unit_rule()[0]
     grid = np.linspace(
         -MAX_OPPONENT_ELO, MAX_OPPONENT_ELO, int(round(2 * MAX_OPPONENT_ELO / _STEP)) + 1
     )
