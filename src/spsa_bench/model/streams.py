@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from spsa_bench.model import seeding
+
 #: Purposes, in a fixed order: the index is part of the spawn key, so never
 #: reorder this tuple (append only).
 PURPOSES: tuple[str, ...] = ("flips", "match", "workers", "durations", "rounding", "instance")
@@ -32,6 +34,16 @@ def bit_generator(entropy: int, seed: int, purpose: str, *extra: int) -> np.rand
     return np.random.SFC64(seed_sequence(entropy, seed, purpose, *extra))
 
 
+def bit_generators(entropy: int, seeds, purpose: str, *extra: int) -> list[np.random.SFC64]:
+    """:func:`bit_generator` of every seed in ``seeds``, the same streams, seeded together
+    (:mod:`spsa_bench.model.seeding`: a fifth of the time of one SeedSequence a seed)."""
+    if purpose not in PURPOSES:
+        raise ValueError(f"unknown random-stream purpose {purpose!r}; known: {PURPOSES}")
+    tail = (PURPOSES.index(purpose), *(int(e) for e in extra))
+    keys = [(seed, *tail) for seed in np.asarray(seeds, dtype=np.int64).reshape(-1).tolist()]
+    return seeding.sfc64_generators(int(entropy), keys)
+
+
 def generator(entropy: int, seed: int, purpose: str, *extra: int) -> np.random.Generator:
     """A fresh generator for ``purpose`` at ``seed``."""
     return np.random.Generator(bit_generator(entropy, seed, purpose, *extra))
@@ -49,8 +61,8 @@ def flips(
     n_bits = num_jobs * num_params
     n_words = -(-n_bits // 64)
     words = np.empty((len(seeds), n_words), dtype="<u8")  # each seed's raw stream, little-endian
-    for row, seed in enumerate(np.asarray(seeds).tolist()):  # stream setup: one call per seed
-        words[row] = bit_generator(entropy, seed, "flips").random_raw(n_words)
+    for row, stream in enumerate(bit_generators(entropy, seeds, "flips")):  # one call a seed
+        words[row] = stream.random_raw(n_words)
     shape = (num_jobs, len(seeds), num_params) if job_major else (len(seeds), num_jobs, num_params)
     out = np.empty(shape, dtype=np.int8)
     by_seed = out.transpose(1, 0, 2) if job_major else out  # a view: (seed, job, param)
@@ -82,10 +94,8 @@ def match_draws(entropy: int, seeds: np.ndarray, num_pairs: int) -> np.ndarray:
     draws, low half first.
     """
     out = np.empty((len(seeds), num_pairs), dtype=np.uint32)
-    for row, seed in enumerate(seeds):  # stream setup only: one draw call per seed
-        out[row] = _draws(bit_generator(entropy, seed, "match"), num_pairs + (num_pairs & 1))[
-            :num_pairs
-        ]
+    for row, stream in enumerate(bit_generators(entropy, seeds, "match")):  # one call a seed
+        out[row] = _draws(stream, num_pairs + (num_pairs & 1))[:num_pairs]
     return out
 
 
@@ -129,7 +139,7 @@ class MatchWindow:
             raise ValueError(f"a window of {width} draws cannot hold a job of {longest_job}")
         self.width = width
         self.pair_major = pair_major
-        self.streams = [bit_generator(entropy, seed, "match") for seed in seeds]
+        self.streams = bit_generators(entropy, seeds, "match")
         n_seeds = len(self.streams)
         if pair_major:
             self.buffer = np.empty((width, n_seeds), dtype=np.uint32)
