@@ -170,6 +170,12 @@ def test_flips_are_each_seed_stream_bits_in_job_order():
         expected = np.array(bits[: num_jobs * num_params]).reshape(num_jobs, num_params) * 2 - 1
         np.testing.assert_array_equal(got[row], expected, err_msg=f"seed {seed}")
     assert streams.flips(9, seeds[:0], num_jobs, num_params).shape == (0, num_jobs, num_params)
+    assert streams.flips(9, seeds, 0, num_params).shape == (seeds.shape[0], 0, num_params)
+    assert streams.flips(9, seeds, num_jobs, 0, job_major=True).shape == (
+        num_jobs,
+        seeds.shape[0],
+        0,
+    )
 
 
 def test_job_major_flips_are_the_seed_major_flips_transposed():

@@ -74,7 +74,7 @@ def flips(
         ).view(np.int8)
         bits *= 2
         bits -= 1
-        by_seed[first : first + bits.shape[0]] = bits.reshape(-1, num_jobs, num_params)
+        by_seed[first : first + bits.shape[0]] = bits.reshape(bits.shape[0], num_jobs, num_params)
     return out
 
 
