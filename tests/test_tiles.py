@@ -35,6 +35,7 @@ def test_few_rows_get_the_vector_itself():
     assert tiles.like(np.empty((MIN_ROWS - 1, 3))).shape == (3,)
     assert tiles.like(np.empty(3)).shape == (3,)
     assert tiles.like(np.empty((1, MIN_ROWS - 1, 3))).shape == (3,)
+    assert RowTiles(np.empty(0)).like(np.empty((2, MIN_ROWS, 0))).shape == (0,)  # no params
 
 
 def test_stacked_arrays_get_a_tile_of_their_shape():

@@ -39,7 +39,7 @@ class RowTiles:
         vector itself (broadcasting does the rest).
         """
         shape = array.shape
-        if array.ndim < 2 or array.size < MIN_ROWS * shape[-1]:
+        if array.ndim < 2 or shape[-1] == 0 or array.size < MIN_ROWS * shape[-1]:
             return self._vector
         tile = self._tiles.get(shape)
         if tile is None:
