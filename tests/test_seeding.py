@@ -43,6 +43,7 @@ def test_generators_draw_numpys_streams(entropy):
 
 def test_keys_that_do_not_fit_are_seeded_the_plain_way():
     keys = [(2**32, 1), (5, 1)]  # a seed of two words: every key the plain way
+    keys += [(2**70, 1), (3, 1, 4)]  # beyond 64 bits; another length
     for fast, key in zip(seeding.sfc64_generators(9, keys), keys, strict=True):
         assert fast.random_raw() == np.random.SFC64(_plain(9, key)).random_raw()
     with pytest.raises(ValueError):

@@ -141,7 +141,10 @@ def sfc64_generators(entropy: int, keys: list[tuple[int, ...]]) -> list[np.rando
     length), the same streams bit for bit, hashed for all keys at once when possible."""
     if not keys:
         return []
-    array = np.array(keys, dtype=np.int64) if usable() else None
+    try:
+        array = np.array(keys, dtype=np.int64) if usable() else None
+    except (OverflowError, ValueError):  # a key beyond 64 bits, or keys of several lengths
+        array = None
     if array is None or array.ndim != 2 or array.min() < 0 or array.max() > _MASK:
         return [
             np.random.SFC64(np.random.SeedSequence(entropy=entropy, spawn_key=key)) for key in keys
