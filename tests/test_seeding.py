@@ -65,5 +65,8 @@ def test_streams_seeded_together_are_the_streams_seeded_one_by_one():
         for stream, seed in zip(together, seeds, strict=True):
             alone = streams.bit_generator(7, int(seed), purpose, *extra)
             np.testing.assert_array_equal(stream.random_raw(4), alone.random_raw(4))
+    for gen, seed in zip(streams.generators(7, seeds, "workers"), seeds, strict=True):
+        alone = streams.generator(7, int(seed), "workers")
+        np.testing.assert_array_equal(gen.random(3), alone.random(3))
     with pytest.raises(ValueError, match="unknown random-stream purpose"):
         streams.bit_generators(7, seeds, "nonsense")

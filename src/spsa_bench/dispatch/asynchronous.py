@@ -258,8 +258,8 @@ def make_workers(entropy: int, seeds, settings: AsyncSettings) -> tuple[np.ndarr
     seeds = np.asarray(seeds, dtype=np.int64).reshape(-1)
     n_workers = settings.num_workers
     u = np.empty((seeds.shape[0], n_workers, 2))
-    for row, seed in enumerate(seeds):  # stream setup only: one draw call per seed
-        streams.generator(entropy, seed, "workers").random(out=u[row])
+    for row, stream in enumerate(streams.generators(entropy, seeds, "workers")):  # one call a seed
+        stream.random(out=u[row])
     levels = settings.concurrency_levels()
     index = np.minimum((u[..., 0] * levels.shape[0]).astype(np.int64), levels.shape[0] - 1)
     concurrency = levels[index]
@@ -394,6 +394,7 @@ class _Timelines:
         self.lanes = np.minimum(concurrency, self.games)
         n_seeds, n_workers = size.shape
         self.generators = [[None] * n_workers for _ in range(n_seeds)]
+        self.has_generator = np.zeros((n_seeds, n_workers), dtype=bool)
         self.count = np.zeros((n_seeds, n_workers), dtype=np.int64)  # jobs generated
         self.capacity = 0
         self.duration = np.empty((n_seeds, n_workers, 0))  # job wall times, inf beyond `count`
@@ -407,17 +408,23 @@ class _Timelines:
         self.duration = np.concatenate([self.duration, np.full(shape, np.inf)], axis=2)
         self.capacity = capacity
 
-    def _generator(self, s: int, w: int) -> np.random.Generator:
-        gen = self.generators[s][w]
-        if gen is None:
-            gen = streams.generator(self.entropy, self.seeds[s], "durations", w)
-            self.generators[s][w] = gen
-        return gen
+    def _make_generators(self, s_idx: np.ndarray, w_idx: np.ndarray) -> None:
+        """The duration streams of the (seed, worker) pairs that have none yet, seeded
+        together worker by worker (streams.generators)."""
+        missing = ~self.has_generator[s_idx, w_idx]
+        s_idx, w_idx = s_idx[missing], w_idx[missing]
+        for worker in np.unique(w_idx).tolist():
+            rows = s_idx[w_idx == worker]
+            made = streams.generators(self.entropy, self.seeds[rows], "durations", worker)
+            for s, gen in zip(rows.tolist(), made, strict=True):
+                self.generators[s][worker] = gen
+        self.has_generator[s_idx, w_idx] = True
 
     def extend(self, more: np.ndarray) -> None:
         """Generate ``more[s, w]`` further jobs for every (seed, worker)."""
         self._grow(int((self.count + more).max()))
         s_all, w_all = np.nonzero(more > 0)
+        self._make_generators(s_all, w_all)
         keys = self.games[s_all, w_all] * (self.lanes.max() + 1) + self.lanes[s_all, w_all]
         for key in np.unique(keys):
             pick = keys == key
@@ -429,7 +436,7 @@ class _Timelines:
             block = np.empty((int(counts.sum()), n_games))
             for s, w, start, count in zip(s_idx, w_idx, starts, counts, strict=True):
                 # stream draws only: the next `count` job blocks of this worker
-                self._generator(s, w).standard_normal(out=block[start : start + count].reshape(-1))
+                self.generators[s][w].standard_normal(out=block[start : start + count].reshape(-1))
             lognormal_durations_(block, self.settings)
             job_time = greedy_makespan(block, n_lanes)
             owner = np.repeat(np.arange(s_idx.shape[0]), counts)

@@ -44,6 +44,11 @@ def bit_generators(entropy: int, seeds, purpose: str, *extra: int) -> list[np.ra
     return seeding.sfc64_generators(int(entropy), keys)
 
 
+def generators(entropy: int, seeds, purpose: str, *extra: int) -> list[np.random.Generator]:
+    """:func:`generator` of every seed in ``seeds`` (seeded together, :func:`bit_generators`)."""
+    return [np.random.Generator(bits) for bits in bit_generators(entropy, seeds, purpose, *extra)]
+
+
 def generator(entropy: int, seed: int, purpose: str, *extra: int) -> np.random.Generator:
     """A fresh generator for ``purpose`` at ``seed``."""
     return np.random.Generator(bit_generator(entropy, seed, purpose, *extra))
