@@ -302,11 +302,11 @@ class _Replay:
         self.extras_out = {
             name: np.full_like(self.theta_out, np.nan) for name in optimizer.extras(self.state)
         }
-        # outcome counts: directly, or through a pair-major window as the pairs reaching
-        # each threshold (pentanomial.at_least_and_net_wins), turned into counts at the end
+        # outcome counts: directly, or through a pair-major window (every job common to
+        # every seed, so every pair of the run) as the pairs reaching each threshold
+        # (pentanomial.at_least_and_net_wins), turned into counts at the end
         self.outcome_counts = np.zeros((n_seeds, 5), dtype=np.int64)
         self.at_least = np.zeros((4, n_seeds), dtype=np.int64)
-        self.at_least_pairs = np.zeros(n_seeds, dtype=np.int64)
         self.last_steps_from = int(schedule.n_jobs.min()) - LAST_STEPS
         # step norms are kept from the first arrival a seed's last-100 mean can read on
         self.steps_from = max(self.last_steps_from, 0)
@@ -333,6 +333,7 @@ class _Replay:
         if progress is not None:
             progress(self.n_events, self.n_events)
         self.check_finite()
+        total_pairs = self.schedule.job_pairs.sum(axis=1)
         return RunResult(
             pairs_grid=self.grid,
             theta=self.theta_out,
@@ -340,10 +341,12 @@ class _Replay:
             avg_step_size_last_100=_mean_last_steps(
                 self.step_norm, self.schedule.n_jobs - self.steps_from, LAST_STEPS
             ),
-            total_pairs=self.schedule.job_pairs.sum(axis=1),
+            total_pairs=total_pairs,
             n_updates=self.schedule.n_jobs.copy(),
             outcome_counts=self.outcome_counts
-            + pentanomial.counts_from_at_least(self.at_least, self.at_least_pairs),
+            + pentanomial.counts_from_at_least(
+                self.at_least, total_pairs if self.seeds.draws.pair_major else 0
+            ),
             **self._probe_fractions(),
         )
 
@@ -380,7 +383,6 @@ class _Replay:
             if seeds.draws.pair_major:  # (pair, seed): counted at the end
                 at_least, net = pentanomial.at_least_and_net_wins(u, thresholds)
                 self.at_least[:, seeds.to_origin] += at_least
-                self.at_least_pairs[seeds.to_origin] += size
             else:
                 counts, net = pentanomial.counts_and_net_wins(u, thresholds)
                 self.outcome_counts[seeds.to_origin] += counts
