@@ -26,6 +26,7 @@ every shipped configuration and on thousands of mutated ones.
 from __future__ import annotations
 
 import numbers
+import operator
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -224,23 +225,23 @@ _KEYWORDS: dict[str, Callable[[Any, Any, Mapping], bool]] = {
     "type": _type,
     "enum": _enum,
     "const": _const,
-    "minimum": _number_check(lambda number, bound: number < bound),
-    "maximum": _number_check(lambda number, bound: number > bound),
-    "exclusiveMinimum": _number_check(lambda number, bound: number <= bound),
-    "exclusiveMaximum": _number_check(lambda number, bound: number >= bound),
-    "minLength": _size_check("string", lambda size, bound: size < bound),
-    "maxLength": _size_check("string", lambda size, bound: size > bound),
+    "minimum": _number_check(operator.lt),
+    "maximum": _number_check(operator.gt),
+    "exclusiveMinimum": _number_check(operator.le),
+    "exclusiveMaximum": _number_check(operator.ge),
+    "minLength": _size_check("string", operator.lt),
+    "maxLength": _size_check("string", operator.gt),
     "pattern": _pattern,
     "properties": _properties,
     "additionalProperties": _additional_properties,
     "required": _required,
-    "minProperties": _size_check("object", lambda size, bound: size < bound),
-    "maxProperties": _size_check("object", lambda size, bound: size > bound),
+    "minProperties": _size_check("object", operator.lt),
+    "maxProperties": _size_check("object", operator.gt),
     "propertyNames": _property_names,
     "dependentRequired": _dependent_required,
     "items": _items,
-    "minItems": _size_check("array", lambda size, bound: size < bound),
-    "maxItems": _size_check("array", lambda size, bound: size > bound),
+    "minItems": _size_check("array", operator.lt),
+    "maxItems": _size_check("array", operator.gt),
     "uniqueItems": _unique_items,
     "allOf": _all_of,
     "anyOf": _any_of,
