@@ -13,20 +13,9 @@ from spsa_bench.cli.main import main
 from spsa_bench.config.loader import ConfigError, resolve
 from spsa_bench.engine.simulate import simulate
 from spsa_bench.model.instances import TruthPrior
-from spsa_bench.plan.run import (
-    ZERO_OFFSET,
-    PlanSpec,
-    budgets,
-    given_setting,
-    run_plan,
-)
-from spsa_bench.plan.summary import (
-    final_gain,
-    outcome,
-    parameter_table,
-    plan_markdown,
-    recommend,
-)
+from spsa_bench.plan.run import run_plan
+from spsa_bench.plan.spec import ZERO_OFFSET, PlanSpec, budgets, given_setting, recommend
+from spsa_bench.plan.summary import final_gain, outcome, parameter_table, plan_markdown
 from spsa_bench.results.cf import open_labelled
 
 BLOCK = """\

@@ -50,7 +50,7 @@ def _multipliers(flag: str):
 
 
 def add_parser(sub) -> None:
-    from spsa_bench.plan import run as plan
+    from spsa_bench.plan import spec as plan
 
     p = sub.add_parser(
         "plan",
@@ -144,7 +144,7 @@ def _add_prior_options(prior) -> None:
 
 def _add_search_options(search) -> None:
     """The multipliers of the search and the recommendation's margin."""
-    from spsa_bench.plan import run as plan
+    from spsa_bench.plan import spec as plan
 
     for flag, default, what in (
         ("--c-scales", plan.DEFAULT_C_SCALES, "c_end"),
@@ -168,11 +168,12 @@ def _add_search_options(search) -> None:
 
 
 def spec_of(args: argparse.Namespace):
-    """The :class:`~spsa_bench.plan.run.PlanSpec` of the command line; a malformed block
+    """The :class:`~spsa_bench.plan.spec.PlanSpec` of the command line; a malformed block
     names its line and field."""
     from spsa_bench.config.param_block import BlockError, parse_block, read_block_text
     from spsa_bench.model.instances import TruthPrior
-    from spsa_bench.plan.run import PlanSpec, check_batch_mode
+    from spsa_bench.plan.run import check_batch_mode
+    from spsa_bench.plan.spec import PlanSpec
 
     source = "standard input" if args.params == "-" else args.params
     try:
@@ -223,7 +224,7 @@ def output_paths(directory: str) -> list[Path]:
 def check_plan_memory(spec) -> None:
     """Refuse a plan whose kept trajectories and largest run exceed the machine's memory."""
     from spsa_bench.config.limits import check_memory, run_bytes
-    from spsa_bench.plan.run import budgets
+    from spsa_bench.plan.spec import budgets
 
     games, _ = budgets(spec)
     params = len(spec.block)
@@ -250,6 +251,9 @@ def run(args: argparse.Namespace) -> int:
 def write_plan(ds, paths) -> str:
     """``plan.md``, ``plan.nc`` and ``plan.png`` at ``paths`` (in that order), each
     written atomically; returns the Markdown."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # the command line draws to files: no display, the same bytes
     import matplotlib.pyplot as plt
 
     from spsa_bench.plan.figure import plan_figure

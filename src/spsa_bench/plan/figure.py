@@ -1,6 +1,7 @@
 """``plan.png``: the gain distribution of the given and the recommended settings (left)
 and the expected gain against games played (right), in the style of the c_end study's
-figure (:func:`spsa_bench.analysis.cend.cend_figure`). matplotlib is imported inside."""
+figure (:func:`spsa_bench.analysis.cend.cend_figure`). matplotlib is imported inside,
+and its backend is the caller's choice."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ import numpy as np
 import xarray as xr
 
 from spsa_bench.analysis import stats
-from spsa_bench.plan.run import ZERO_OFFSET
-from spsa_bench.plan.summary import LEVEL, final_gain, roles, runs_of, setting_text
+from spsa_bench.plan.spec import LEVEL, ZERO_OFFSET
+from spsa_bench.plan.summary import final_gain, roles, runs_of, setting_text
 
 
 def _roles(ds: xr.Dataset) -> dict[str, str]:
@@ -82,10 +83,8 @@ def _against_games(ax, ds: xr.Dataset, roles: dict[str, str], palette: dict) -> 
 
 
 def plan_figure(ds: xr.Dataset):
-    """The figure of ``plan.png`` (a matplotlib Figure)."""
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
+    """The figure of ``plan.png`` (a matplotlib Figure), drawn with the caller's
+    backend (the command line chooses Agg; this function never switches it)."""
     import matplotlib.pyplot as plt
 
     from spsa_bench.analysis.figures import optimizer_palette

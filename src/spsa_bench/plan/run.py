@@ -1,9 +1,9 @@
 """Simulate a Fishtest tune before it is run: the planner's runs, as one dataset.
 
-:class:`PlanSpec` holds what the user gives: the parameter block, the games budget,
-the time control, a batch mode of the packaged default configuration, the number of
-instances (seeds), the prior over the unknown truth and the search. :func:`plan_config`
-turns it into an ordinary configuration for one games budget:
+:class:`~spsa_bench.plan.spec.PlanSpec` holds what the user gives (the parameter block,
+the games budget, the time control, a batch mode of the packaged default configuration,
+the number of instances, the prior over the unknown truth and the search).
+:func:`plan_config` turns it into an ordinary configuration for one games budget:
 
 - scenario ``plan``: the block (``fishtest_params``), every parameter an integer the
   worker rounds as ``floor(x + U)`` (``rounding: stochastic``), the time control's
@@ -16,7 +16,7 @@ turns it into an ordinary configuration for one games budget:
 :func:`run_plan` replays, on the same seeds (so the same instances, flips, rounding
 uniforms and match draws wherever the schedules agree: common random numbers):
 
-1. the search, every ``c_scale x r_scale x games`` of :class:`PlanSpec` with Fishtest's
+1. the search, every ``c_scale x r_scale x games`` of the spec with Fishtest's
    SPSA; the given setting is ``c_scale = r_scale = 1`` at the given games. A games
    budget is its own run (``N = games / 2`` sets A, c and a), so each budget has its
    own configuration and schedule, and its instances are the same draws;
@@ -24,7 +24,7 @@ uniforms and match draws wherever the schedules agree: common random numbers):
 3. the noise floor: the given setting (and the recommended one, when it differs) on
    the same instances with every optimum moved to the start (zero offset).
 
-The recommendation (:func:`spsa_bench.plan.summary.recommend`) is made from the
+The recommendation (:func:`spsa_bench.plan.spec.recommend`) is made from the
 search's gains before step 3. Gains are the oracle's: true Elo at the exported theta
 minus true Elo at the start, through the seed's instance (the optimizer never sees it).
 """
@@ -33,8 +33,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -46,9 +45,19 @@ from spsa_bench.config.loader import (
     read_yaml,
     resolve,
 )
-from spsa_bench.config.param_block import GAMES_STEP, MAX_GAMES, MIN_GAMES, check_games, parse_block
-from spsa_bench.model.instances import TruthPrior
-from spsa_bench.model.time_control import TIME_CONTROLS
+from spsa_bench.plan.spec import (
+    AUTOSELECT,
+    FISHTEST_SPSA,
+    SCENARIO,
+    SPSA,
+    ZERO_OFFSET,
+    PlanSpec,
+    Setting,
+    budgets,
+    given_setting,
+    recommend,
+    search_settings,
+)
 
 if TYPE_CHECKING:
     import xarray as xr
@@ -56,111 +65,8 @@ if TYPE_CHECKING:
     from spsa_bench.engine.replay import RunResult
     from spsa_bench.engine.simulate import Prepared
 
-SCENARIO = "plan"
-SPSA = "spsa"
-AUTOSELECT = "spsa-autoselect"
-#: Fishtest's SPSA today: A = 0.1 N (fishtest #1326); alpha, gamma: the kind's defaults.
-FISHTEST_SPSA = {"A_ratio": 0.1}
-DEFAULT_GAMES = 60_000
-DEFAULT_SEEDS = 200
-DEFAULT_BATCH_MODE = "sync"
-DEFAULT_C_SCALES = (0.5, 1.0, 2.0)
-DEFAULT_R_SCALES = (0.5, 1.0, 2.0)
-DEFAULT_GAMES_SCALES = (0.5, 1.0, 2.0, 4.0)
-#: Elo: the recommendation is the cheapest setting within this of the best expected gain.
-DEFAULT_MARGIN = 0.5
-CHECKPOINTS = 51
-PRIOR, ZERO_OFFSET = "prior", "zero-offset"
 #: Jobs per step of the closed-form rounding prediction (bounds its memory).
 _JOB_CHUNK = 64
-
-
-@dataclasses.dataclass(frozen=True)
-class PlanSpec:
-    """What the planner simulates (module docstring); checked on construction."""
-
-    block_text: str
-    games: int = DEFAULT_GAMES
-    time_control: str = "STC"
-    batch_mode: str = DEFAULT_BATCH_MODE
-    seeds: int = DEFAULT_SEEDS
-    prior: TruthPrior = dataclasses.field(default_factory=TruthPrior)
-    c_scales: tuple[float, ...] = DEFAULT_C_SCALES
-    r_scales: tuple[float, ...] = DEFAULT_R_SCALES
-    games_scales: tuple[float, ...] = DEFAULT_GAMES_SCALES
-    margin: float = DEFAULT_MARGIN
-    checkpoints: int = CHECKPOINTS
-    source: str = "PARAMS"  # where the block came from, for the report
-
-    def __post_init__(self) -> None:
-        parse_block(self.block_text)  # BlockError names the line and the field
-        object.__setattr__(self, "games", check_games(self.games))
-        if self.time_control not in TIME_CONTROLS:
-            raise ConfigError(
-                f"--time-control = {self.time_control!r}: one of {', '.join(TIME_CONTROLS)}"
-            )
-        if not 2 <= self.seeds <= 100_000:
-            raise ConfigError(f"--seeds = {self.seeds}: give 2 to 100,000 instances")
-        if not (math.isfinite(self.margin) and self.margin >= 0):
-            raise ConfigError(f"--margin = {self.margin}: must be a finite number >= 0")
-        for flag, scales in (
-            ("--c-scales", self.c_scales),
-            ("--r-scales", self.r_scales),
-            ("--games-scales", self.games_scales),
-        ):
-            object.__setattr__(self, flag[2:].replace("-", "_"), _scales(flag, scales))
-
-    @property
-    def block(self):
-        return parse_block(self.block_text)
-
-
-def _scales(flag: str, scales: Sequence[float]) -> tuple[float, ...]:
-    """Sorted, unique, positive and finite multipliers, 1 (the given setting) included."""
-    values = [float(s) for s in scales]
-    bad = [s for s in values if not (math.isfinite(s) and s > 0)]
-    if bad:
-        raise ConfigError(f"{flag}: {bad[0]:g} is not a finite multiplier > 0")
-    return tuple(sorted({*values, 1.0}))
-
-
-@dataclasses.dataclass(frozen=True)
-class Setting:
-    """One run of the plan: an arm's multipliers, its games and its instances."""
-
-    kind: str  # SPSA or AUTOSELECT
-    c_scale: float
-    r_scale: float
-    games: int
-    instances: str = PRIOR
-
-    @property
-    def label(self) -> str:
-        name = (
-            f"autoselect g{self.games}"
-            if self.kind == AUTOSELECT
-            else f"c{self.c_scale:g} r{self.r_scale:g} g{self.games}"
-        )
-        return name if self.instances == PRIOR else f"{name} {ZERO_OFFSET}"
-
-    def at_zero_offset(self) -> Setting:
-        return dataclasses.replace(self, instances=ZERO_OFFSET)
-
-
-def budgets(spec: PlanSpec) -> tuple[list[int], list[str]]:
-    """The games budgets of the search (``games x scale`` rounded to Fishtest's step of
-    1,000) and a note for each scale whose budget Fishtest would refuse."""
-    kept, skipped = set(), []
-    for scale in spec.games_scales:
-        games = int(round(spec.games * scale / GAMES_STEP)) * GAMES_STEP
-        if MIN_GAMES <= games <= MAX_GAMES:
-            kept.add(games)
-        else:
-            skipped.append(
-                f"x{scale:g} ({spec.games * scale:,.0f} games: Fishtest takes "
-                f"{MIN_GAMES:,} to {MAX_GAMES:,})"
-            )
-    return sorted(kept), skipped
 
 
 def packaged_batch_modes() -> dict:
@@ -307,19 +213,9 @@ class _Result:
         )
 
 
-def search_settings(spec: PlanSpec, games: Sequence[int]) -> list[Setting]:
-    """Every ``c_scale x r_scale x games`` of the search, cheapest budget first."""
-    return [Setting(SPSA, c, r, g) for g in games for c in spec.c_scales for r in spec.r_scales]
-
-
-def given_setting(spec: PlanSpec) -> Setting:
-    return Setting(SPSA, 1.0, 1.0, spec.games)
-
-
 def run_plan(spec: PlanSpec, progress: Callable[[int, int], None] | None = None) -> xr.Dataset:
     """Every run of the plan (module docstring), as the dataset of ``plan.nc``."""
     from spsa_bench.engine.simulate import prepare
-    from spsa_bench.plan.summary import recommend
 
     games, skipped = budgets(spec)
     seeds = range(spec.seeds)
@@ -502,4 +398,4 @@ def plan_dataset(spec, setups, results, given, recommended, autoselect, skipped)
     return conform(xr.Dataset(data_vars, coords, attrs))
 
 
-__all__ = ["PlanSpec", "Setting", "plan_config", "run_plan", "budgets", "predicted_rounding"]
+__all__ = ["plan_config", "run_plan", "predicted_rounding", "check_batch_mode"]

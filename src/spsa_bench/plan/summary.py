@@ -1,4 +1,5 @@
-"""What ``plan.md`` says, read from the plan's dataset (:mod:`spsa_bench.plan.run`).
+"""What ``plan.md`` says, read from the plan's dataset (:mod:`spsa_bench.plan.run`;
+the constants and the recommendation rule are :mod:`spsa_bench.plan.spec`'s).
 
 Every number is a statistic over the plan's instances (seeds): a mean with its
 Student-t 95% interval (:func:`spsa_bench.analysis.stats.t_interval`), a share with its
@@ -19,9 +20,8 @@ from spsa_bench.analysis import stats
 from spsa_bench.analysis.tables import markdown_table
 from spsa_bench.config.param_block import ParamBlock, parse_block
 from spsa_bench.model.instances import TruthPrior
-from spsa_bench.plan.run import AUTOSELECT, PRIOR, ZERO_OFFSET
+from spsa_bench.plan.spec import AUTOSELECT, LEVEL, PRIOR, ZERO_OFFSET
 
-LEVEL = 0.95
 #: A parameter barely moves when its median final move is below this many c_end.
 BARELY_MOVES = 0.5
 #: A parameter is flagged pinned when at least this share of instances ends at a bound.
@@ -31,15 +31,6 @@ PINNED_SHARE = 0.1
 HAZARD_C_END = 2.0
 #: Elo thresholds of the outcome's probabilities.
 ONE_ELO = 1.0
-
-
-def recommend(games, final_gains: np.ndarray, margin: float) -> int:
-    """Index of the cheapest setting (fewest ``games``) whose mean final gain is within
-    ``margin`` Elo of the best mean; among equally cheap ones, the highest mean.
-    ``final_gains`` is ``(setting, seed)``."""
-    means = np.asarray(final_gains, dtype=np.float64).mean(axis=1)
-    within = np.flatnonzero(means >= means.max() - margin)
-    return int(min(within, key=lambda i: (games[i], -means[i])))
 
 
 def final_gain(ds: xr.Dataset, run: str) -> np.ndarray:
