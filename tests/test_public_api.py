@@ -34,7 +34,7 @@ def test_public_names_are_the_package_functions():
 
 def test_the_core_imports_neither_matplotlib_nor_snakemake():
     result = _python(
-        "import sys, spsa_bench, spsa_bench.engine.simulate, spsa_bench.validation.gates, "
+        "import sys, spsa_bench, spsa_bench.engine.simulate, spsa_bench.validation.run, "
         "spsa_bench.results.combine, spsa_bench.cli.main; spsa_bench.REGISTRY['spsa']; "
         "bad = {'matplotlib', 'snakemake', 'seaborn'} & set(sys.modules); "
         "assert not bad, bad"

@@ -304,7 +304,7 @@ def test_micro_reference_follows_a_ratio_and_the_scales(tmp_path):
     """The per-pair micro reference derives A, c_end and r_end as the optimizer does:
     spsa-block equals it to rounding (its 1e-9 gate) with A_ratio, c_scale and r_scale set, and a
     wrong A in the reference would show as a gap far above classic SPSA's tolerance."""
-    from spsa_bench.validation.gates import validate
+    from spsa_bench.validation.run import validate
 
     hyper = {"A_ratio": 0.1, "c_scale": 2.0, "r_scale": 0.5}
     block = validate("spsa-block", tmp_path, hyper=hyper)

@@ -18,6 +18,7 @@ from spsa_bench.optimizers.schedule_free import documented_k
 from spsa_bench.reference.micro import MicroReport, const_mean
 from spsa_bench.results.cf import open_labelled
 from spsa_bench.validation import gates as V
+from spsa_bench.validation.run import validate
 
 WIDE = {"theta_min": -1e7, "theta_max": 1e7}  # nothing ever clips
 
@@ -310,7 +311,7 @@ def test_every_built_in_kind_has_a_micro_reference():
 
 
 def test_validate_writes_outputs(tmp_path):
-    outcome = V.validate(
+    outcome = validate(
         "sf-sgd-block", tmp_path, seed=2, n_reports=25, n_params=3, theta_min=-1e6, theta_max=1e6
     )
     assert outcome.passed and outcome.gap < 1e-10 and not outcome.skipped
@@ -333,11 +334,11 @@ def test_validate_writes_outputs(tmp_path):
 
 def test_validate_rejects_unknown_kind(tmp_path):
     with pytest.raises(ValueError, match="unknown optimizer kind"):
-        V.validate("no-such-optimizer", tmp_path)
+        validate("no-such-optimizer", tmp_path)
 
 
 def test_hyper_override_is_used(tmp_path):
-    outcome = V.validate("adam", tmp_path, n_reports=5, n_params=2, hyper={"lr": 0.0})
+    outcome = validate("adam", tmp_path, n_reports=5, n_params=2, hyper={"lr": 0.0})
     assert outcome.gap == 0.0 and outcome.passed  # no path moves: the gap counts 0
     with open_labelled(outcome.written["netcdf"]) as ds:
         assert (

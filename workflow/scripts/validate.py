@@ -11,7 +11,7 @@ sys.path.insert(
 )  # scriptdir holds ".."
 
 from spsa_bench.config.loader import resolve  # noqa: E402
-from spsa_bench.validation.gates import validate_arms  # noqa: E402
+from spsa_bench.validation.run import validate_arms  # noqa: E402
 
 config = resolve(snakemake.config)
 output_dir = Path(snakemake.output.nc[0]).parent

@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
     from spsa_bench.config.loader import ConfigError
     from spsa_bench.optimizers import REGISTRY
     from spsa_bench.results.atomic import OutputPathError
-    from spsa_bench.validation.gates import validate_arms
+    from spsa_bench.validation.run import validate_arms
 
     if not args.output.strip() or Path(args.output).exists() and not Path(args.output).is_dir():
         raise OutputPathError(f"--output = {args.output!r}: must name a directory")

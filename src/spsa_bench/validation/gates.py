@@ -15,19 +15,17 @@ flips) through three paths and compares them at report boundaries:
 The outcomes do not depend on the parameters (open loop), so all paths see
 the same signals and any difference is the aggregation error of the macro.
 
-:func:`validate` runs one kind with given hyperparameters and checks the
-*gate*: the largest relative gap between the macro and the micro const-mean
-path (:func:`gap_table`) must not exceed the row's ``micro_tolerance``
-(``1e-9`` for the exact block macros, a documented bound for the approximate
-ones). It writes ``<name>.nc``, ``<name>.png``/``.svg`` and
-``<name>_gaps.csv`` (:mod:`spsa_bench.validation.files`). A kind whose row
-has no micro reference is skipped. :func:`validate_arms` does this for the
-arms of a configuration, each with its own hyperparameters.
+:func:`gap_table` gives the largest gaps of the macro path to both micro paths and
+:func:`worst_gap` the *gate* statistic: the largest relative gap to the micro
+const-mean path, which must not exceed the row's ``micro_tolerance`` (``1e-9`` for
+the exact block macros, a documented bound for the approximate ones). Everything
+here is computation in memory; :mod:`spsa_bench.validation.run` runs the gate for a
+kind or the arms of a configuration and writes the files
+(:mod:`spsa_bench.validation.files`).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -36,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from spsa_bench.model.developer import DeveloperView
-from spsa_bench.optimizers import Optimizer, Report, build, get_spec, hyper_from_dict
+from spsa_bench.optimizers import Optimizer, Report, build, get_spec
 from spsa_bench.reference.micro import MicroReport
 
 PATHS = ("macro", "micro_const_mean", "micro_real")
@@ -418,62 +416,6 @@ class Draw:
         )
 
 
-def validate(
-    kind: str,
-    output_dir,
-    *,
-    hyper=None,
-    name: str | None = None,
-    plot_params: int = 3,
-    **draw,
-) -> Outcome:
-    """Compare optimizer ``kind``'s macro path with its two micro paths, write the
-    results and check the gate.
-
-    hyper        the hyperparameters: a dataclass of the kind, or overrides
-                 ({name: value}) of its defaults
-    name         the file stem and label (default: the kind), e.g. a config arm's name
-    plot_params  how many parameters the figure shows
-    draw         the synthetic setup, fields of :class:`Draw`
-
-    Writes ``<name>.nc``, ``<name>.png``/``.svg`` and ``<name>_gaps.csv``
-    (:func:`spsa_bench.validation.files.write_outputs`) unless the kind has no
-    micro reference (then nothing is written and the outcome is ``skipped``).
-    """
-    spec = get_spec(kind)
-    name = name or kind
-    if spec.micro is None:
-        return Outcome(name, kind, math.nan, spec.micro_tolerance, {}, skipped=True)
-    if not dataclasses.is_dataclass(hyper):
-        hyper = hyper_from_dict(kind, hyper)
-    setup = Draw(**draw)
-    sequence = setup.sequence()
-    view = setup.view(int(sequence.offsets[0, -1]))
-    paths = run_paths(kind, view, hyper, sequence, 0, clamp_every_pair=setup.clamp_every_pair)
-    param_names = [f"p{i}" for i in range(setup.n_params)]
-    rows = gap_table(kind, paths, param_names)
-    from spsa_bench.validation.files import write_outputs
-
-    written = write_outputs(
-        Path(output_dir), name, spec, hyper, setup, sequence, paths, rows, plot_params
-    )
-    return Outcome(name, kind, worst_gap(rows), spec.micro_tolerance, written)
-
-
-def validate_arms(config, names: Iterable[str], output_dir, **draw) -> list[Outcome]:
-    """:func:`validate` every arm in ``names``: an arm of ``config`` runs with its
-    own kind and hyperparameters, any other name must be a kind (its defaults)."""
-    outcomes = []
-    for name in names:
-        if name in config.optimizers:
-            arm = config.optimizers[name]
-            kind, hyper = arm.kind, arm.hyper
-        else:
-            kind, hyper = get_spec(name).kind, None
-        outcomes.append(validate(kind, output_dir, hyper=hyper, name=name, **draw))
-    return outcomes
-
-
 __all__ = [
     "PATHS",
     "Draw",
@@ -485,8 +427,6 @@ __all__ = [
     "run_macro",
     "run_micro",
     "run_paths",
-    "validate",
-    "validate_arms",
     "validation_view",
     "worst_gap",
 ]
