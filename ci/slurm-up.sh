@@ -2,15 +2,24 @@
 # Bring up a throw-away, single-node SLURM (munged + slurmctld + slurmd) on this
 # machine for tests. Safe to run again: daemons already running are left alone.
 # Needs root and Debian (apt). See ci/README.md for the environment variables.
+# Every change outside its state directory is noted first (ci/restore.sh), and
+# ci/slurm-down.sh undoes them all; if this script fails, it runs
+# ci/slurm-down.sh itself, so that a failed start leaves the machine as it was.
 set -euo pipefail
 
+HERE=$(cd "$(dirname "$0")" && pwd)
 STATE_DIR=${SLURM_CI_STATE_DIR:-/var/spool/slurm-ci}
 LOG_DIR=${SLURM_CI_LOG_DIR:-/var/log/slurm-ci}
 CLUSTER=${SLURM_CI_CLUSTER:-spsaci}
 PARTITION=${SLURM_CI_PARTITION:-ci}
 TIMEOUT=${SLURM_CI_TIMEOUT:-60}
-CONF_DIR=/etc/slurm
+ROOT=${SLURM_CI_ROOT:-}        # prefix of the system paths below (tests only)
+SBIN=${SLURM_CI_SBIN:-/usr/sbin}
+CONF_DIR=$ROOT/etc/slurm
 CONF=$CONF_DIR/slurm.conf
+KEY=$ROOT/etc/munge/munge.key
+MUNGE_RUN=$ROOT/run/munge
+POLICY=$ROOT/usr/sbin/policy-rc.d
 PIDS=$STATE_DIR/pids          # "<daemon> <pid>" for each daemon this script started
 CTLD_SPOOL=$STATE_DIR/slurmctld
 D_SPOOL=$STATE_DIR/slurmd
@@ -23,6 +32,21 @@ die() { log "ERROR: $*"; exit 1; }
 
 [[ $(id -u) -eq 0 ]] || die "must run as root"
 
+# shellcheck source=ci/restore.sh
+. "$HERE/restore.sh"
+own_policy=0
+on_exit() {
+    local rc=$?
+    ((own_policy)) && rm -f "$POLICY"
+    if ((rc != 0)); then
+        log "failed: stopping what this run started and restoring what it changed"
+        bash "$HERE/slurm-down.sh" || log "ERROR: restoring failed; see $RESTORE"
+    fi
+    exit "$rc"
+}
+trap on_exit EXIT
+start_record
+
 # ---------------------------------------------------------------- packages
 PKGS=(slurmctld slurmd slurm-client munge)
 missing=()
@@ -34,19 +58,23 @@ if ((${#missing[@]})); then
     log "installing ${missing[*]}"
     # Keep the packages' maintainer scripts from starting services through
     # init scripts: this script starts the daemons itself and tracks their PIDs.
-    own_policy=0
-    if [[ ! -e /usr/sbin/policy-rc.d ]]; then
-        printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
-        chmod 755 /usr/sbin/policy-rc.d
+    if [[ ! -e $POLICY ]]; then
+        printf '#!/bin/sh\nexit 101\n' >"$POLICY"
+        chmod 755 "$POLICY"
         own_policy=1
-        trap 'rm -f /usr/sbin/policy-rc.d' EXIT
     fi
     export DEBIAN_FRONTEND=noninteractive
+    installed() { dpkg-query -W -f='${db:Status-Abbrev} ${Package}\n' | awk '$1 == "ii" {print $2}' | sort; }
+    before=$(installed)
+    note_packages "${missing[@]}"
     apt-get update -qq
     apt-get install -y -qq --no-install-recommends "${PKGS[@]}" >/dev/null
+    # every package apt installed, dependencies included, is purged again by slurm-down.sh
+    mapfile -t added < <(comm -13 <(echo "$before") <(installed))
+    ((${#added[@]} == 0)) || note_packages "${added[@]}"
     if ((own_policy)); then
-        rm -f /usr/sbin/policy-rc.d
-        trap - EXIT
+        rm -f "$POLICY"
+        own_policy=0
     fi
 fi
 
@@ -119,19 +147,20 @@ show_logs() {
 # Each daemon gets directories owned by the user it runs as: munged refuses
 # a log or PID file whose directory another non-root user owns, and slurmctld
 # (running as slurm) wants its log directory writable.
-mkdir -p "$STATE_DIR" "$STATE_DIR/munge" "$CTLD_SPOOL" "$D_SPOOL" "$CONF_DIR" /run/munge \
-    "$LOG_DIR" "$LOG_DIR/munge" "$LOG_DIR/slurmctld"
+mkdir -p "$STATE_DIR/munge" "$CTLD_SPOOL" "$D_SPOOL"
+make_dir "$CONF_DIR" "$MUNGE_RUN" "$LOG_DIR" "$LOG_DIR/munge" "$LOG_DIR/slurmctld"
+note_attrs "$MUNGE_RUN" # an existing /run/munge (a system munged's) gets its owner and mode back
 chown root:root "$STATE_DIR" "$LOG_DIR"
-chown munge:munge "$STATE_DIR/munge" /run/munge "$LOG_DIR/munge"
+chown munge:munge "$STATE_DIR/munge" "$MUNGE_RUN" "$LOG_DIR/munge"
 chown slurm:slurm "$CTLD_SPOOL" "$LOG_DIR/slurmctld"
-chmod 755 "$STATE_DIR" "$STATE_DIR/munge" /run/munge "$CTLD_SPOOL" "$D_SPOOL" \
+chmod 755 "$STATE_DIR" "$STATE_DIR/munge" "$MUNGE_RUN" "$CTLD_SPOOL" "$D_SPOOL" \
     "$LOG_DIR" "$LOG_DIR/munge" "$LOG_DIR/slurmctld"
 
 # ---------------------------------------------------------------- munge key
-KEY=/etc/munge/munge.key
+note_file "$KEY"
 if [[ ! -s $KEY ]]; then
     log "creating $KEY"
-    mkdir -p /etc/munge
+    make_dir "$(dirname "$KEY")"
     if command -v mungekey >/dev/null; then
         mungekey --create --keyfile="$KEY" --force
     else
@@ -202,10 +231,7 @@ EOF
 )
 conf_changed=0
 if [[ ! -f $CONF ]] || [[ $(cat "$CONF") != "$new_conf" ]]; then
-    if [[ -f $CONF ]] && ! grep -qF "$MARKER" "$CONF"; then
-        cp -p "$CONF" "$CONF.bak-slurm-ci"
-        log "saved existing $CONF as $CONF.bak-slurm-ci"
-    fi
+    note_file "$CONF"
     printf '%s\n' "$new_conf" >"$CONF"
     conf_changed=1
 fi
@@ -217,7 +243,7 @@ if munge -n 2>/dev/null | unmunge >/dev/null 2>&1; then
     : # a munged (ours from an earlier run, or the system's) already answers
 else
     rm -f "$MUNGE_PID"
-    runuser -u munge -- /usr/sbin/munged --pid-file="$MUNGE_PID" --log-file="$LOG_DIR/munge/munged.log"
+    runuser -u munge -- "$SBIN/munged" --pid-file="$MUNGE_PID" --log-file="$LOG_DIR/munge/munged.log"
     pid=$(wait_pidfile munged "$MUNGE_PID") || { show_logs; die "munged did not start"; }
     record munged "$pid"
     started+=(munged)
@@ -230,7 +256,7 @@ if scontrol ping 2>/dev/null | grep -q 'is UP'; then
     fi
 else
     rm -f "$CTLD_SPOOL/slurmctld.pid"
-    /usr/sbin/slurmctld
+    "$SBIN/slurmctld"
     pid=$(wait_pidfile slurmctld "$CTLD_SPOOL/slurmctld.pid") || { show_logs; die "slurmctld did not start"; }
     record slurmctld "$pid"
     started+=(slurmctld)
@@ -240,7 +266,7 @@ if pid=$(recorded slurmd) || { [[ -s $D_SPOOL/slurmd.pid ]] && alive slurmd "$(t
     : # slurmd already running
 else
     rm -f "$D_SPOOL/slurmd.pid"
-    /usr/sbin/slurmd -N "$NODE"
+    "$SBIN/slurmd" -N "$NODE"
     pid=$(wait_pidfile slurmd "$D_SPOOL/slurmd.pid") || { show_logs; die "slurmd did not start"; }
     record slurmd "$pid"
     started+=(slurmd)
