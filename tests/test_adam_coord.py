@@ -79,7 +79,7 @@ def _micro(view, hyper, reports, seed):
 
 def test_registry_row():
     row = REGISTRY["adam-coord"]
-    assert row.family == "adam" and row.micro is adam_coord_micro
+    assert row.family == "adam" and row.micro_reference() is adam_coord_micro
     assert row.micro_tolerance == 1e-9  # an exact macro: N micro-steps per report
     assert list(REGISTRY.built_ins())[-1] == "adam-coord"  # appended: colours stay put
     hyper = row.hyper()

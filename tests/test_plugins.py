@@ -52,6 +52,50 @@ def _registry(monkeypatch, *entries):
     return registry_module.Registry(REGISTRY.built_ins())
 
 
+def test_a_micro_reference_named_by_a_string_is_imported_when_used(monkeypatch):
+    """A plugin row may name its micro reference ``"module:function"``, as the built-in
+    rows do: the table keeps the string, :meth:`micro_reference` imports the callable."""
+    from spsa_bench.reference.micro import spsa_micro
+
+    named = "spsa_bench.reference.micro:spsa_micro"
+    table = _registry(monkeypatch, FakeEntry("toy", lambda: toy_row_with(micro=named)))
+    assert table["toy"].micro == named
+    assert table["toy"].micro_reference() is spsa_micro
+    assert REGISTRY["spsa"].micro == named and REGISTRY["spsa"].micro_reference() is spsa_micro
+
+
+@pytest.mark.parametrize(
+    ("micro", "needle"),
+    [
+        (None, "optimizer kind 'toy' has no micro reference"),
+        ("no_such_module_here:f", "'no_such_module_here:f' cannot be loaded: No module named"),
+        ("spsa_bench.reference.micro:no_such", "cannot be loaded: module"),
+        ("spsa_bench.optimizers.registry:ENTRY_POINT_GROUP", "is not callable"),
+    ],
+)
+def test_a_micro_reference_that_cannot_be_used_is_one_error_naming_it(micro, needle):
+    with pytest.raises(ValueError, match=needle):
+        toy_row_with(micro=micro).micro_reference()
+
+
+def test_the_optimizer_table_imports_no_reference_code():
+    """The references drive the optimizers (reference/runner.py): the table names them."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, spsa_bench.optimizers as o; o.REGISTRY['spsa']; list(o.REGISTRY); "
+        "print(sorted(m for m in sys.modules if m.startswith('spsa_bench.reference')))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
+
+
+def toy_row_with(**fields):
+    return dataclasses.replace(toy_row(), **fields)
+
+
 def test_a_plugin_row_joins_the_table_with_its_distribution(monkeypatch, capsys):
     table = _registry(monkeypatch, FakeEntry("toy", toy_row))
     assert list(table)[-1] == "toy" and len(table) == len(REGISTRY.built_ins()) + 1
@@ -88,6 +132,14 @@ def test_plugins_are_loaded_once_and_only_when_the_table_is_read(monkeypatch):
         (
             FakeEntry("clash", lambda: dataclasses.replace(toy_row(), kind="spsa")),
             "kind 'spsa' is already registered",
+        ),
+        (
+            FakeEntry("no-colon", lambda: dataclasses.replace(toy_row(), micro="toy_module")),
+            "micro 'toy_module' is not 'package.module:function'",
+        ),
+        (
+            FakeEntry("micro-number", lambda: dataclasses.replace(toy_row(), micro=3)),
+            "micro must be a callable, a 'module:function' string or None",
         ),
     ],
 )

@@ -18,6 +18,7 @@ frozen hyperparameter dataclass only: nothing here can reach ground truth.
 from __future__ import annotations
 
 import dataclasses
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -158,6 +159,23 @@ def check_choices(hyper: Any) -> None:
 MicroReference = Callable[..., dict[str, np.ndarray]]
 
 
+def load_reference(target: str) -> MicroReference:
+    """The callable a ``"package.module:function"`` string names, imported now.
+
+    A ValueError names the string if it is not of that form, the module cannot be
+    imported or has no such callable."""
+    module_name, colon, attribute = target.partition(":")
+    if not colon or not module_name or not attribute:
+        raise ValueError(f"micro reference {target!r} is not 'package.module:function'")
+    try:
+        reference = getattr(importlib.import_module(module_name), attribute)
+    except (ImportError, AttributeError) as error:
+        raise ValueError(f"micro reference {target!r} cannot be loaded: {error}") from None
+    if not callable(reference):
+        raise ValueError(f"micro reference {target!r} is not callable")
+    return reference
+
+
 @dataclass(frozen=True)
 class OptimizerSpec:
     """One row of the optimizer table (:mod:`spsa_bench.optimizers.registry`).
@@ -168,7 +186,10 @@ class OptimizerSpec:
     hyper            the frozen hyperparameter dataclass (fields from :func:`hyperparameter`)
     build            ``build(view, hyper) -> Optimizer``: the developer view and the
                      hyperparameters are all an optimizer gets
-    micro            optional literal per-pair reference; validation skips kinds without one
+    micro            optional literal per-pair reference, the callable or a
+                     ``"package.module:function"`` string naming it (imported on first
+                     use by :meth:`micro_reference`, so the table imports no reference
+                     code); validation skips kinds without one
     micro_tolerance  the validation gate: largest relative gap allowed between the
                      macro path and the micro const-mean path (1e-9 for an exact macro)
     distribution     the distribution that registered the row ("" for the built-ins)
@@ -179,6 +200,15 @@ class OptimizerSpec:
     description: str
     hyper: type
     build: Callable[[DeveloperView, Any], Optimizer]
-    micro: MicroReference | None = None
+    micro: MicroReference | str | None = None
     micro_tolerance: float = 1e-9
     distribution: str = ""
+
+    def micro_reference(self) -> MicroReference:
+        """The micro reference as a callable (a ``"module:function"`` string is imported
+        here); ValueError if the row has none or it cannot be loaded."""
+        if self.micro is None:
+            raise ValueError(f"optimizer kind {self.kind!r} has no micro reference")
+        if isinstance(self.micro, str):
+            return load_reference(self.micro)
+        return self.micro

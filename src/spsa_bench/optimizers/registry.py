@@ -16,7 +16,6 @@ import dataclasses
 import sys
 from collections.abc import Callable, Iterator, Mapping
 
-import spsa_bench.reference.micro as micro
 from spsa_bench.distributions import entry_points
 from spsa_bench.optimizers.adam import (
     AdamCoordHyper,
@@ -47,6 +46,11 @@ from spsa_bench.optimizers.spsa import (
 
 ENTRY_POINT_GROUP = "spsa_bench.optimizers"
 
+#: The built-in rows name their per-pair references (:mod:`spsa_bench.reference.micro`)
+#: as ``"module:function"`` strings, imported only when validation calls one: the
+#: optimizers never import the references, which drive the optimizers.
+_MICRO = "spsa_bench.reference.micro:"
+
 #: Validation gates of the approximate macros: the largest relative gap to the
 #: micro const-mean path allowed, about twice the largest measured with the
 #: validation setup (seeds 0-2, uniform, power-of-two and fixed N; docs/optimizers.md):
@@ -65,30 +69,30 @@ _APPROXIMATE = {
 
 # fmt: off
 _BUILT_INS = (
-    ("spsa", "spsa", SpsaHyper, build_spsa, micro.spsa_micro,
+    ("spsa", "spsa", SpsaHyper, build_spsa, _MICRO + "spsa_micro",
      "classic Fishtest SPSA: block-start gain a_k/c_k times the report's total result"),
-    ("spsa-block", "spsa", SpsaHyper, build_spsa_block, micro.spsa_micro,
+    ("spsa-block", "spsa", SpsaHyper, build_spsa_block, _MICRO + "spsa_micro",
      "SPSA with the mean gain over the block's N micro-iterations (equals N micro-steps)"),
-    ("spsa-cwd", "spsa", SpsaCwdHyper, build_spsa_cwd, micro.spsa_cwd_micro,
+    ("spsa-cwd", "spsa", SpsaCwdHyper, build_spsa_cwd, _MICRO + "spsa_cwd_micro",
      "SPSA plus cautious weight decay centred at theta_start"),
-    ("sf-sgd", "schedule-free", SfSgdHyper, build_sf_sgd, micro.sf_sgd_micro,
+    ("sf-sgd", "schedule-free", SfSgdHyper, build_sf_sgd, _MICRO + "sf_sgd_micro",
      "naive schedule-free SGD: z step lr*c*S*flip, x takes the block as one mass at z_new"),
-    ("sf-sgd-block", "schedule-free", SfSgdHyper, build_sf_sgd_block, micro.sf_sgd_micro,
+    ("sf-sgd-block", "schedule-free", SfSgdHyper, build_sf_sgd_block, _MICRO + "sf_sgd_micro",
      "schedule-free SGD with the triangular Polyak surrogate (equals N micro-steps)"),
-    ("sf-adam", "schedule-free", SfAdamHyper, build_sf_adam, micro.sf_adam_micro,
+    ("sf-adam", "schedule-free", SfAdamHyper, build_sf_adam, _MICRO + "sf_adam_micro",
      "naive schedule-free Adam: v from the squared block mean, step lr*S (grows with N)"),
-    ("sf-adam-block", "schedule-free", SfAdamBlockHyper, build_sf_adam_block, micro.sf_adam_micro,
+    ("sf-adam-block", "schedule-free", SfAdamBlockHyper, build_sf_adam_block, _MICRO + "sf_adam_micro",
      "schedule-free Adam: report-level mu2, bias-corrected block v, factor 1, triangular x"),
-    ("adam", "adam", AdamHyper, build_adam, micro.adam_micro,
+    ("adam", "adam", AdamHyper, build_adam, _MICRO + "adam_micro",
      "textbook Adam: N micro-steps per report with the block-mean gradient"),
-    ("adam-block", "adam", AdamHyper, build_adam_block, micro.adam_micro,
+    ("adam-block", "adam", AdamHyper, build_adam_block, _MICRO + "adam_micro",
      "block Adam: closed-form m, v, denominator frozen at block end, bias-corrected at T+N"),
-    ("ademamix", "ademamix", AdemamixHyper, build_ademamix, micro.ademamix_micro,
+    ("ademamix", "ademamix", AdemamixHyper, build_ademamix, _MICRO + "ademamix_micro",
      "AdEMAMix: N micro-steps per report (fast + slow EMA) with the block-mean gradient"),
     # appended, so the kinds above keep their figure colours (tab10 in registry order)
     ("spsa-autoselect", "spsa", SpsaAutoselectHyper, build_spsa_autoselect, None,
      "SPSA with Fishtest Autoselect's constant gains: c_end = range/6, r from a precision target"),
-    ("adam-coord", "adam", AdamCoordHyper, build_adam_coord, micro.adam_coord_micro,
+    ("adam-coord", "adam", AdamCoordHyper, build_adam_coord, _MICRO + "adam_coord_micro",
      "Adam with per-coordinate v of grad_i = -(S/N) flip_i / c_i: N micro-steps per report"),
 )
 # fmt: on
@@ -113,8 +117,16 @@ def check_row(row: object) -> OptimizerSpec:
     for f in dataclasses.fields(row.hyper):
         if "doc" not in f.metadata or f.default is dataclasses.MISSING:
             raise ValueError(f"{row.kind}: hyperparameter {f.name} is not a hyperparameter(...)")
-    if not callable(row.build) or (row.micro is not None and not callable(row.micro)):
-        raise ValueError(f"{row.kind}: build and micro must be callables")
+    if not callable(row.build):
+        raise ValueError(f"{row.kind}: build must be a callable")
+    if isinstance(row.micro, str):
+        module, colon, function = row.micro.partition(":")
+        if not (module and colon and function):
+            raise ValueError(f"{row.kind}: micro {row.micro!r} is not 'package.module:function'")
+    elif row.micro is not None and not callable(row.micro):
+        raise ValueError(
+            f"{row.kind}: micro must be a callable, a 'module:function' string or None"
+        )
     return row
 
 

@@ -318,10 +318,8 @@ def run_micro(
     """The micro path of ``kind`` at report boundaries, from the row's reference:
     ``{"theta": (report + 1, param)}`` (row 0 the start), plus ``"x"`` and ``"z"``
     for the schedule-free kinds."""
-    spec = get_spec(kind)
-    if spec.micro is None:
-        raise ValueError(f"optimizer kind {kind!r} has no micro reference")
-    return spec.micro(view, hyper, reports, clamp_every_pair=clamp_every_pair)
+    micro = get_spec(kind).micro_reference()
+    return micro(view, hyper, reports, clamp_every_pair=clamp_every_pair)
 
 
 def worst_gap(rows: Iterable[dict]) -> float:
