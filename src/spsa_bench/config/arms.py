@@ -155,7 +155,7 @@ def check_arm_settings(where: str, kind: str, settings: dict) -> None:
     """A study's own arm (``settings`` of an arm of ``kind``) against the schema of a
     configured arm: hyperparameter names, types, bounds and sweep forms; the error
     names the key under ``where``."""
-    from spsa_bench.config.schema import arm_schema
+    from spsa_bench.config.optimizer_schema import arm_schema
 
     if kind not in REGISTRY:
         raise ConfigError(

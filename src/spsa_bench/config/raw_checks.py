@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from spsa_bench.config import schema_check
 from spsa_bench.config.records import ConfigError
-from spsa_bench.config.schema import NAME_PATTERN
+from spsa_bench.config.schema_fragments import NAME_PATTERN
 
 if TYPE_CHECKING:
     import jsonschema
@@ -103,7 +103,7 @@ def check_budget_keys(raw: dict) -> None:
 
 def check_scenario_keys(name: str, scenario: dict) -> None:
     """Exactly one source; no key of the other kind of scenario."""
-    from spsa_bench.config.schema import GROUP_ONLY_KEYS, SCENARIO_SOURCES, TUNE_ONLY_KEYS
+    from spsa_bench.config.scenario_schema import GROUP_ONLY_KEYS, SCENARIO_SOURCES, TUNE_ONLY_KEYS
 
     where = f"scenarios.{name}"
     sources = [key for key in SCENARIO_SOURCES if key in scenario]
