@@ -317,8 +317,9 @@ def test_kinds_and_async_modes(small_config):
 
 
 def test_schedule_round_trip(tmp_path, small_config):
-    from spsa_bench.dispatch.storage import read_schedule, write_schedule
+    from spsa_bench.dispatch.storage import read_schedule
     from spsa_bench.engine.simulate import make_schedule
+    from spsa_bench.results.datasets import write_schedule
 
     schedule = make_schedule(small_config, small_config.batch_mode("async-variable"), [3, 4, 5])
     path = write_schedule(

@@ -395,8 +395,9 @@ def test_a_non_finite_run_is_refused_before_writing(tmp_path, monkeypatch):
 
 
 def test_a_schedule_file_that_disagrees_with_the_config_is_refused(tmp_path):
-    from spsa_bench.dispatch.storage import read_schedule, write_schedule
+    from spsa_bench.dispatch.storage import read_schedule
     from spsa_bench.engine.simulate import make_schedule
+    from spsa_bench.results.datasets import write_schedule
 
     config = load_config(tiny(tmp_path))
     mode = config.batch_mode("async-fixed")

@@ -14,8 +14,8 @@ sys.path.insert(
 )  # scriptdir holds ".."
 
 from spsa_bench.config.loader import resolve  # noqa: E402
-from spsa_bench.dispatch.storage import write_schedule  # noqa: E402
 from spsa_bench.engine.simulate import make_schedule  # noqa: E402
+from spsa_bench.results.datasets import write_schedule  # noqa: E402
 from spsa_bench.results.provenance import rule_command  # noqa: E402
 
 first, last = int(snakemake.wildcards.a), int(snakemake.wildcards.b)

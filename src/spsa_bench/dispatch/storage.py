@@ -1,11 +1,14 @@
-"""Job schedules shared between the simulate jobs of one batch mode and seed chunk.
+"""Reading the job schedules shared between the simulate jobs of one batch mode and
+seed chunk.
 
 A schedule depends on the seeds and the batch mode only, never on the
 optimizer or the scenario (common random numbers), so the workflow builds it
 once per (asynchronous batch mode, seed chunk) and every simulate job of that
-chunk replays the same file. The file is :func:`spsa_bench.results.datasets.schedule_dataset`
-(per-job sizes, workers, times, staleness, plus the schedule KPIs) with the
-budget and worker count added as attributes, so it reads back exactly.
+chunk replays the same file. The file is written by
+:func:`spsa_bench.results.datasets.write_schedule` (the schedule dataset, per-job
+sizes, workers, times, staleness and the schedule KPIs, with the budget and worker
+count added as attributes); :func:`read_schedule` rebuilds the
+:class:`~spsa_bench.dispatch.schedule.Schedule` from it exactly, with xarray only.
 """
 
 from __future__ import annotations
@@ -29,26 +32,6 @@ _JOB_FIELDS = (
 )
 
 
-def write_schedule(
-    schedule: Schedule,
-    path: str | Path,
-    *,
-    batch_mode: str,
-    settings_json: str,
-    command: str | None = None,
-) -> Path:
-    """Write ``schedule`` to ``path`` atomically; ``command`` goes into the CF ``history``."""
-    from spsa_bench.results.atomic import write_atomic
-    from spsa_bench.results.datasets import schedule_dataset
-
-    ds = schedule_dataset(
-        schedule, batch_mode=batch_mode, config_json=settings_json, command=command
-    )
-    ds.attrs["num_pairs"] = int(schedule.num_pairs)
-    ds.attrs["num_workers"] = int(schedule.num_workers)
-    return write_atomic(ds, path)
-
-
 def read_schedule(
     path: str | Path,
     *,
@@ -56,7 +39,8 @@ def read_schedule(
     num_workers: int | None = None,
     seeds=None,
 ) -> Schedule:
-    """The :class:`~spsa_bench.dispatch.schedule.Schedule` written by :func:`write_schedule`,
+    """The :class:`~spsa_bench.dispatch.schedule.Schedule` written by
+    :func:`spsa_bench.results.datasets.write_schedule`,
     checked against the run that replays it (``num_pairs``, ``num_workers``, ``seeds``
     where given) and for consistency: every seed's jobs add up to ``num_pairs``.
     Any problem is one ``ValueError`` naming the file."""

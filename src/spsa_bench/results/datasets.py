@@ -1,8 +1,8 @@
 """Run and schedule datasets: what one simulate job and one schedule job write.
 
 The run file's data contract and its xarray-free builder are in
-:mod:`spsa_bench.results.runs` (names re-exported here); this module gives a run as
-an :class:`xarray.Dataset`, builds the schedule dataset and opens run files.
+:mod:`spsa_bench.results.runs` (names re-exported here); this module builds the
+schedule dataset, writes schedule files and opens run files.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
+from spsa_bench.results.atomic import write_atomic
 from spsa_bench.results.cf import cf_attrs, conform, labels_to_index
 from spsa_bench.results.provenance import provenance
 from spsa_bench.results.runs import (  # noqa: F401 - the run contract, re-exported
@@ -86,6 +87,26 @@ def schedule_dataset(
         **provenance(config_json, command),
     }
     return conform(xr.Dataset(data_vars, coords, attrs))
+
+
+def write_schedule(
+    schedule,
+    path: str | Path,
+    *,
+    batch_mode: str,
+    settings_json: str,
+    command: str | None = None,
+) -> Path:
+    """Write ``schedule`` to ``path`` atomically as the file the workflow's simulate jobs
+    replay (:func:`spsa_bench.dispatch.storage.read_schedule`): :func:`schedule_dataset`
+    with the budget ``num_pairs`` and the pool size ``num_workers`` as attributes;
+    ``command`` goes into the CF ``history``."""
+    ds = schedule_dataset(
+        schedule, batch_mode=batch_mode, config_json=settings_json, command=command
+    )
+    ds.attrs["num_pairs"] = int(schedule.num_pairs)
+    ds.attrs["num_workers"] = int(schedule.num_workers)
+    return write_atomic(ds, path)
 
 
 def open_run(path: str | Path) -> xr.Dataset:
