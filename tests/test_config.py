@@ -7,7 +7,15 @@ import pytest
 import yaml
 from conftest import small_config_dict
 
-from spsa_bench.config.loader import ConfigError, load_config, parse_seed_range, resolve
+from spsa_bench.config.loader import (
+    STUDY_SECTIONS,
+    ConfigError,
+    load_config,
+    parse_seed_range,
+    resolve,
+    resolve_core,
+    without_studies,
+)
 from spsa_bench.config.schema import SCHEMA_PATH, schema_yaml
 
 
@@ -221,6 +229,26 @@ def test_resolution_does_not_alias_the_input():
     assert raw == before
     config.resolved["num_pairs"] = 1
     assert raw["num_pairs"] == before["num_pairs"]
+
+
+def test_resolve_core_resolves_a_recorded_grid_without_its_optional_sections():
+    """A resolved configuration keeps no sweep, so its tuning section is refused when it
+    is resolved again; resolve_core resolves the grid alone, to the same grid."""
+    raw = small_config_dict()
+    raw["optimizers"]["adam"] = {"lr": [0.02, 0.04]}
+    raw["tuning"] = {"seeds": {"first": 100, "count": 3}}
+    config = resolve(raw)
+    recorded = config.resolved
+    assert set(STUDY_SECTIONS) <= set(recorded)
+    with pytest.raises(ConfigError, match="^tuning"):
+        resolve(recorded)
+    grid = without_studies(recorded)
+    assert list(grid) == [key for key in recorded if key not in STUDY_SECTIONS]
+    assert set(STUDY_SECTIONS) <= set(recorded)  # the input keeps its sections
+    core = resolve_core(recorded)
+    assert not set(STUDY_SECTIONS) & set(core.resolved)
+    assert core.resolved == grid
+    assert core.optimizer("adam-lr-0p04").hyper == config.optimizer("adam-lr-0p04").hyper
 
 
 def test_resolved_config_round_trips_through_yaml():

@@ -20,7 +20,13 @@ from conftest import random_rotations, small_config_dict
 
 from spsa_bench import optimizers
 from spsa_bench.analysis import linear_spsa, ranking, relaxation, tables
-from spsa_bench.config.loader import STUDY_SECTIONS, OptimizerArm, load_config, resolve
+from spsa_bench.config.loader import (
+    OptimizerArm,
+    load_config,
+    resolve,
+    resolve_core,
+    without_studies,
+)
 from spsa_bench.engine.simulate import make_noise, make_problem, simulate
 from spsa_bench.model.bowl import SeedBowls, build_problem
 from spsa_bench.optimizers.autoselect import SpsaAutoselectHyper, autoselect
@@ -176,7 +182,7 @@ def test_the_prediction_against_a_simulation(default_config):
     """Calibrated, sync, spsa, 100 seeds: the mean loss within 3.5 standard errors at every
     checkpoint, and the predicted relaxation within two checkpoints of the measured."""
     raw = dict(default_config.resolved, checkpoints=61)
-    config = resolve({k: v for k, v in raw.items() if k not in STUDY_SECTIONS})
+    config = resolve_core(raw)
     run = simulate(config, optimizer="spsa", batch_mode="sync", scenario="calibrated",
                    seeds=range(100))  # fmt: skip
     loss = run["elo_loss"].values  # (seed, pairs)
@@ -286,9 +292,7 @@ def tiny_benchmark(num_pairs: int):
     raw["scenarios"] = {"calibrated": raw["scenarios"]["calibrated"]}
     raw["batch_modes"] = {"sync": raw["batch_modes"]["sync"]}
     raw["optimizers"] = {"spsa": {}, "adam": {}, "sf-sgd": {}}
-    for key in STUDY_SECTIONS:
-        raw.pop(key, None)
-    config = resolve(raw)
+    config = resolve_core(raw)
     runs = [
         simulate(config, optimizer=arm, batch_mode="sync", scenario="calibrated", seeds=range(8))
         for arm in config.optimizers
@@ -357,9 +361,7 @@ def test_rows_come_in_name_order_under_the_banner_and_by_loss_when_ranked(budget
 def test_the_recorded_configuration_of_a_tuned_sweep_resolves():
     """A combined file records the resolved configuration, which keeps no sweep: its
     tuning section would be refused (no swept arm), so the grid is read without it."""
-    raw = small_config_dict(num_pairs=600)
-    for key in STUDY_SECTIONS:
-        raw.pop(key, None)
+    raw = without_studies(small_config_dict(num_pairs=600))
     raw["optimizers"] = {"spsa": {}, "adam": {"lr": [0.02, 0.04]}}
     raw["tuning"] = {"seeds": {"first": 100, "count": 3}}
     config = resolve(raw)

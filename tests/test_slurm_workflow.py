@@ -42,7 +42,7 @@ import pytest
 import xarray as xr
 import yaml
 
-from spsa_bench.config.loader import STUDY_SECTIONS
+from spsa_bench.config.loader import without_studies
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
@@ -280,8 +280,7 @@ def variant(tmp_path_factory) -> Path:
     config["scenarios"] = {name: config["scenarios"][name] for name in SCENARIOS}
     config["optimizers"] = {name: {} for name in OPTIMIZERS}
     config["baseline"] = OPTIMIZERS[0]
-    for key in STUDY_SECTIONS:  # the studies name scenarios and arms not among these
-        config.pop(key, None)
+    config = without_studies(config)  # the studies name scenarios and arms not among these
     path = tmp_path_factory.mktemp("config") / "variant.yaml"
     path.write_text(yaml.safe_dump(config, sort_keys=False))
     return path

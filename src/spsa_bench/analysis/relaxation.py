@@ -102,12 +102,11 @@ def benchmark_config(ds: xr.Dataset):
     ``config`` attribute). The studies and the tuning section are left out: the
     grid's cells need none of them, and a recorded configuration keeps no sweep,
     so its ``tuning`` section would no longer resolve."""
-    from spsa_bench.config.loader import STUDY_SECTIONS, resolve
+    from spsa_bench.config.resolution import resolve_core
 
     if "config" not in ds.attrs:
         raise ValueError("the dataset records no configuration (attribute 'config')")
-    recorded = json.loads(ds.attrs["config"])
-    return resolve({key: value for key, value in recorded.items() if key not in STUDY_SECTIONS})
+    return resolve_core(json.loads(ds.attrs["config"]))
 
 
 def _pairs_per_report(ds: xr.Dataset, config, mode: str) -> float:

@@ -8,6 +8,8 @@ from spsa_bench.config.loader import (
     OptimizerArm,
     load_config,
     parse_seed_range,
+    resolve,
+    resolve_core,
 )
 
 __all__ = [
@@ -17,4 +19,6 @@ __all__ = [
     "OptimizerArm",
     "load_config",
     "parse_seed_range",
+    "resolve",
+    "resolve_core",
 ]

@@ -35,7 +35,14 @@ from spsa_bench.config.records import (
     ConfigError,
     OptimizerArm,
 )
-from spsa_bench.config.resolution import STUDY_SECTIONS, resolve, resolve_checked, validate_raw
+from spsa_bench.config.resolution import (
+    STUDY_SECTIONS,
+    resolve,
+    resolve_checked,
+    resolve_core,
+    validate_raw,
+    without_studies,
+)
 from spsa_bench.config.scenarios import (
     scenario_block,
     scenario_kind,
@@ -121,6 +128,8 @@ __all__ = [
     "expand_sweeps",
     "resolve_batch_mode",
     "resolve_checked",
+    "resolve_core",
+    "without_studies",
     "schema_errors",
     "validate_raw",
     "LOG_RANGE_DIGITS",

@@ -137,3 +137,18 @@ def _check_studies(config: Config) -> None:
     from spsa_bench.config.sections import check_sections
 
     check_sections(config)
+
+
+def without_studies(raw: dict) -> dict:
+    """``raw`` (a parsed or resolved configuration) without its optional sections
+    (:data:`STUDY_SECTIONS`): the grid alone, a new mapping sharing the values of ``raw``
+    and keeping its key order."""
+    return {key: value for key, value in raw.items() if key not in STUDY_SECTIONS}
+
+
+def resolve_core(raw: dict, base_dir: str | Path | None = None) -> Config:
+    """The configuration's grid (budget, seeds, batch modes, scenarios, arms) resolved
+    without its optional sections: :func:`resolve` of :func:`without_studies` of ``raw``.
+    No cell of the grid depends on them, and a recorded (resolved) configuration keeps no
+    sweep, so a section naming a swept arm would no longer resolve."""
+    return resolve(without_studies(raw), base_dir)

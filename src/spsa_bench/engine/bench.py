@@ -410,12 +410,9 @@ def whole_process(
 def simulate_only(config: Config) -> dict:
     """``config`` resolved, as a file's content, without its optional studies: they name
     sweeps, which the resolved arms no longer are (and no simulate job reads them)."""
-    from spsa_bench.config.loader import STUDY_SECTIONS
+    from spsa_bench.config.resolution import without_studies
 
-    raw = json.loads(config.to_json())
-    for key in STUDY_SECTIONS:
-        raw.pop(key, None)
-    return raw
+    return without_studies(json.loads(config.to_json()))
 
 
 def _warm_up(command: list[str]) -> None:
