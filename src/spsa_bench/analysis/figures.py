@@ -143,6 +143,38 @@ def _grid(rows: int, cols: int, width: float = 3.3, height: float = 2.6, **kwarg
     return fig, axes
 
 
+#: Widest grid of panels [inches] before :func:`wrapped_grid` starts another row: at the
+#: PNG's 110 dpi about 1,050 px, plus the legend, so that the report shows the figure
+#: near its full size.
+MAX_GRID_WIDTH = 9.6
+
+#: Width of one arm's box in :func:`final_loss` [inches].
+FINAL_LOSS_WIDTH_PER_ARM = 0.28
+
+#: Smallest final loss :func:`final_loss` draws [Elo]: a zero loss sits on the log axis there.
+FINAL_LOSS_FLOOR = 1e-4
+
+
+def wrapped_grid(
+    count: int, width: float, height: float, max_width: float = MAX_GRID_WIDTH, **kwargs
+) -> tuple[plt.Figure, list]:
+    """``count`` panels of ``width`` x ``height`` inches, as many per row as fit in
+    ``max_width`` (at least one), row after row; the figure holds exactly ``count`` axes.
+
+    Columns ``k = max(1, min(count, floor(max_width / width)))``, rows ``ceil(count / k)``;
+    panel ``i`` sits in row ``i // k``, column ``i % k``.
+    """
+    columns = max(1, min(count, int(max_width // width)))
+    rows = -(-count // columns)
+    fig, axes = plt.subplots(
+        rows, columns, figsize=(width * columns, height * rows), squeeze=False, **kwargs
+    )
+    flat = list(axes.ravel())
+    for spare in flat[count:]:
+        fig.delaxes(spare)
+    return fig, flat[:count]
+
+
 # ------------------------------------------------------------------ convergence
 
 
@@ -225,8 +257,39 @@ def ecdf_pairs_to_target(ds: xr.Dataset, targets: Sequence[float]) -> plt.Figure
     return fig
 
 
+def _box(ax, values: np.ndarray, position: float, width: float, colour: tuple) -> None:
+    """One box of ``values`` at ``position``: 25-75% quantiles, median line, whiskers to
+    the furthest value within 1.5 interquartile ranges, no fliers; matplotlib's own
+    boxplot (seaborn 0.13's passes the ``vert`` argument matplotlib 3.11 deprecates)."""
+    boxes = ax.boxplot(
+        [values],
+        positions=[position],
+        widths=width,
+        orientation="vertical",
+        showfliers=False,
+        patch_artist=True,
+        manage_ticks=False,
+        medianprops={"color": "0.15", "lw": 1.0},
+        whiskerprops={"lw": 0.8},
+        capprops={"lw": 0.8},
+        boxprops={"lw": 0.8},
+    )
+    for patch in boxes["boxes"]:
+        patch.set_facecolor((*colour[:3], 0.55))
+
+
 def final_loss(ds: xr.Dataset) -> plt.Figure:
-    """Distribution of the final Elo loss over seeds: box plus points, one panel per batch mode x scenario."""
+    """Distribution of the final Elo loss over seeds: box plus points, one panel per batch
+    mode x scenario, wrapped into rows (:func:`wrapped_grid`).
+
+    A box spans the 25-75% quantiles of an arm's final losses ``L_s`` (the loss at the
+    last checkpoint of seed ``s``) with the median marked, whiskers to the furthest
+    loss within 1.5 interquartile ranges; every finite ``max(L_s, 1e-4)`` is a point
+    (clipped so that the log axis can show a zero loss). A missing loss (an arm not run
+    in a cell) is left out, and nothing else is: an arm's hyperparameter coordinates
+    are NaN where its kind has no such hyperparameter, which says nothing about its
+    losses.
+    """
     _style()
     optimizers, modes, scenarios = (
         _labels(ds, "optimizer"),
@@ -234,42 +297,30 @@ def final_loss(ds: xr.Dataset) -> plt.Figure:
         _labels(ds, "scenario"),
     )
     palette = optimizer_palette(optimizers)
-    frame = (
-        ds["elo_loss"].isel(pairs=-1, drop=True).to_dataframe(name="loss").reset_index().dropna()
+    final = ds["elo_loss"].isel(pairs=-1, drop=True).load()  # one read of a lazy file
+    cells = [(mode, scenario) for mode in modes for scenario in scenarios]
+    fig, axes = wrapped_grid(
+        len(cells), width=FINAL_LOSS_WIDTH_PER_ARM * len(optimizers) + 1.2, height=3.6, sharey=True
     )
-    frame["loss"] = frame["loss"].clip(lower=1e-4)
-    fig, axes = _grid(
-        len(modes), len(scenarios), width=0.42 * len(optimizers) + 1.2, height=3.0, sharey=True
-    )
-    for i, mode in enumerate(modes):
-        for j, scenario in enumerate(scenarios):
-            ax = axes[i, j]
-            data = frame[(frame["batch_mode"] == mode) & (frame["scenario"] == scenario)]
-            common = dict(
-                data=data,
-                x="optimizer",
-                y="loss",
-                hue="optimizer",
-                order=optimizers,
-                hue_order=optimizers,
-                palette=palette,
-                legend=False,
-                ax=ax,
-                log_scale=True,
-            )
-            sns.boxplot(
-                **common, showfliers=False, width=0.65, boxprops={"alpha": 0.55}, linewidth=0.8
-            )
-            sns.stripplot(
-                **common, size=1.8 if ds.sizes["seed"] > 30 else 3.5, alpha=0.55, jitter=0.25
-            )
-            _plain_log_ticks(ax)
-            ax.set_title(f"{mode} · {scenario}")
-            ax.set_xlabel("")
-            ax.set_ylabel("final Elo loss [Elo]" if j == 0 else "")
-            ax.tick_params(axis="x", rotation=70)
-            if i < len(modes) - 1:
-                ax.set_xticklabels([])
+    rng = np.random.default_rng(0)  # the points' horizontal jitter, the same on every draw
+    size = 5.0 if ds.sizes["seed"] > 30 else 14.0
+    for ax, (mode, scenario) in zip(axes, cells, strict=True):
+        for position, optimizer in enumerate(optimizers):
+            loss = final.sel(optimizer=optimizer, batch_mode=mode, scenario=scenario).values
+            loss = np.clip(loss[np.isfinite(loss)], FINAL_LOSS_FLOOR, None)
+            if loss.size == 0:
+                continue
+            colour = palette[optimizer]
+            _box(ax, loss, position, 0.65, colour)
+            jitter = rng.uniform(-0.25, 0.25, size=loss.size)
+            ax.scatter(position + jitter, loss, s=size, color=colour, alpha=0.55, lw=0, zorder=3)
+        ax.set_yscale("log")
+        _plain_log_ticks(ax)
+        ax.set_xlim(-0.6, len(optimizers) - 0.4)
+        ax.set_xticks(range(len(optimizers)), optimizers, rotation=70, ha="right")
+        ax.set_title(f"{mode} · {scenario}")
+        first_column = ax.get_subplotspec().is_first_col()
+        ax.set_ylabel("final Elo loss [Elo]" if first_column else "")
     fig.suptitle(
         "Final Elo loss after the whole budget (box: quartiles; points: seeds; log scale)", y=1.0
     )
@@ -379,17 +430,25 @@ def async_staleness(schedules: Mapping[str, xr.Dataset]) -> plt.Figure:
     if rows:
         axes[0, 0].legend(title="batch mode", frameon=False, fontsize="small")
         frame = pd.DataFrame(rows)
-        sns.boxplot(
-            data=frame,
-            x="statistic",
-            y="pairs",
-            hue="batch mode",
-            palette=colours,
-            ax=axes[0, 1],
-            showfliers=False,
-            linewidth=0.8,
+        statistics = list(dict.fromkeys(frame["statistic"]))
+        width = 0.8 / len(schedules)
+        for k, mode in enumerate(schedules):
+            offset = (k - (len(schedules) - 1) / 2) * width
+            for position, statistic in enumerate(statistics):
+                chosen = (frame["batch mode"] == mode) & (frame["statistic"] == statistic)
+                values = frame.loc[chosen, "pairs"].to_numpy()
+                values = values[np.isfinite(values)]
+                if values.size:
+                    _box(axes[0, 1], values, position + offset, 0.9 * width, colours[mode])
+        axes[0, 1].set_xticks(range(len(statistics)), statistics)
+        axes[0, 1].legend(
+            handles=[plt.Rectangle((0, 0), 1, 1, color=colours[m], alpha=0.55) for m in schedules],
+            labels=list(schedules),
+            title="batch mode",
+            loc="upper left",
+            bbox_to_anchor=(1.0, 1.0),
+            frameon=False,
         )
-        sns.move_legend(axes[0, 1], "upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
     axes[0, 1].set_xlabel("per-seed statistic over jobs")
     axes[0, 1].set_ylabel("staleness [pairs]")
     axes[0, 1].set_title("Per-seed staleness quantiles (box over seeds)")

@@ -52,47 +52,52 @@ def sensitivity_table(ds: xr.Dataset, sweeps: Sweeps) -> pd.DataFrame:
 
 
 def sensitivity_figure(table: pd.DataFrame):
-    """Mean final loss against the swept value: columns = sweeps, rows = batch modes,
-    a line per scenario; log axes where the values span more than a factor of 10."""
+    """Mean final loss against the swept value, one panel per (sweep, batch mode) in that
+    order, wrapped into rows (:func:`spsa_bench.analysis.figures.wrapped_grid`: with three
+    batch modes a row is a sweep), a line per scenario; log axes where the values span
+    more than a factor of 10 (the x axis) or 30 (the loss)."""
     import matplotlib
 
     matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import NullLocator
+
+    from spsa_bench.analysis.figures import wrapped_grid
 
     sweeps = list(dict.fromkeys(table["sweep"]))
     modes = list(dict.fromkeys(table["batch_mode"]))
     scenarios = list(dict.fromkeys(table["scenario"]))
     colours = dict(zip(scenarios, plt.get_cmap("tab10").colors, strict=False))
-    fig, axes = plt.subplots(
-        len(modes), len(sweeps), figsize=(3.4 * len(sweeps) + 1.6, 2.7 * len(modes)),
-        squeeze=False, constrained_layout=True,
-    )  # fmt: skip
-    for row, mode in enumerate(modes):
-        for col, sweep in enumerate(sweeps):
-            ax = axes[row, col]
-            part = table[(table["sweep"] == sweep) & (table["batch_mode"] == mode)]
-            numeric = pd.to_numeric(part["value"], errors="coerce")
-            for scenario in scenarios:
-                lines = part[part["scenario"] == scenario]
-                if lines.empty:
-                    continue
-                x = pd.to_numeric(lines["value"], errors="coerce")
-                x = x if x.notna().all() else lines["value"].astype(str)
-                order = np.argsort(x.to_numpy()) if x.dtype.kind in "fi" else np.arange(len(x))
-                ax.plot(np.asarray(x)[order], lines["loss_mean"].to_numpy()[order], marker="o",
-                        color=colours.get(scenario), label=scenario)  # fmt: skip
-            positive = numeric.notna().all() and (numeric > 0).all()
-            if positive and numeric.max() / numeric.min() > 10:
-                ax.set_xscale("log")
-            losses = part["loss_mean"]
-            if (losses > 0).all() and losses.max() / losses.min() > 30:
-                ax.set_yscale("log")
-            key = part["hyperparameter"].iloc[0] if len(part) else ""
-            ax.set_title(f"{sweep} ({mode})", fontsize="medium")
-            ax.set_xlabel(key)
-            if col == 0:
-                ax.set_ylabel("mean final Elo loss")
-    handles, labels = axes[0, 0].get_legend_handles_labels()
+    panels = [(sweep, mode) for sweep in sweeps for mode in modes]
+    fig, axes = wrapped_grid(len(panels), width=3.1, height=2.7, constrained_layout=True)
+    for ax, (sweep, mode) in zip(axes, panels, strict=True):
+        part = table[(table["sweep"] == sweep) & (table["batch_mode"] == mode)]
+        numeric = pd.to_numeric(part["value"], errors="coerce")
+        for scenario in scenarios:
+            lines = part[part["scenario"] == scenario]
+            if lines.empty:
+                continue
+            x = pd.to_numeric(lines["value"], errors="coerce")
+            x = x if x.notna().all() else lines["value"].astype(str)
+            order = np.argsort(x.to_numpy()) if x.dtype.kind in "fi" else np.arange(len(x))
+            ax.plot(np.asarray(x)[order], lines["loss_mean"].to_numpy()[order], marker="o",
+                    color=colours.get(scenario), label=scenario)  # fmt: skip
+        positive = numeric.notna().all() and (numeric > 0).all()
+        if positive and numeric.max() / numeric.min() > 10:
+            ax.set_xscale("log")
+        if numeric.notna().all() and len(part):
+            ticks = sorted(set(numeric))  # the swept values, as plain numbers
+            ax.set_xticks(ticks, [f"{v:g}" for v in ticks])
+            ax.xaxis.set_minor_locator(NullLocator())
+        losses = part["loss_mean"]
+        if (losses > 0).all() and losses.max() / losses.min() > 30:
+            ax.set_yscale("log")
+        key = part["hyperparameter"].iloc[0] if len(part) else ""
+        ax.set_title(f"{sweep} ({mode})", fontsize="medium")
+        ax.set_xlabel(key)
+        if ax.get_subplotspec().is_first_col():
+            ax.set_ylabel("mean final Elo loss")
+    handles, labels = axes[0].get_legend_handles_labels() if axes else ([], [])
     if handles:
         fig.legend(handles, labels, title="scenario", loc="outside right center")
     fig.suptitle("Sensitivity: final Elo loss against each swept hyperparameter", fontsize="medium")
