@@ -7,6 +7,7 @@ import itertools
 import sys
 import time
 
+from spsa_bench.cli.arm_names import arm_for
 from spsa_bench.cli.common import (
     Progress,
     add_config,
@@ -24,7 +25,11 @@ def add_parser(sub) -> None:
     )
     add_config(p)
     p.add_argument(
-        "--optimizer", required=True, help="optimizer arm name from the config (see `list`)"
+        "--optimizer",
+        required=True,
+        help="optimizer arm name from the config (see `list`); a swept arm's name runs "
+        "its hand-set value (the kind's default), a registered kind's name not in the "
+        "config runs that kind with its default hyperparameters (each said on stderr)",
     )
     p.add_argument("--batch-mode", required=True, help="batch mode name from the config, e.g. sync")
     p.add_argument(
@@ -50,18 +55,16 @@ def run(args: argparse.Namespace) -> int:
     check_output(args)
     config = load(args)
     chosen = seeds(args, config)
-    pick(config, "optimizer", "--optimizer", args.optimizer)
+    config, optimizer = arm_for(config, args.optimizer, quiet=args.quiet)
     pick(config, "batch_mode", "--batch-mode", args.batch_mode)
     pick(config, "scenario", "--scenario", args.scenario)
     check_run_memory(config, args.scenario, len(chosen))
     start_git_state()  # the run file's git provenance, queried beside the simulation
     clock.append(time.perf_counter())
-    label = (
-        f"{args.optimizer}/{args.batch_mode}/{args.scenario} seeds {chosen.start}-{chosen.stop - 1}"
-    )
+    label = f"{optimizer}/{args.batch_mode}/{args.scenario} seeds {chosen.start}-{chosen.stop - 1}"
     run_file = simulate_run(
         config,
-        optimizer=args.optimizer,
+        optimizer=optimizer,
         batch_mode=args.batch_mode,
         scenario=args.scenario,
         seeds=chosen,
