@@ -27,7 +27,7 @@ include: "workflow/rules/aggregate.smk"
 include: "workflow/rules/figures.smk"
 include: "workflow/rules/validation.smk"
 include: "workflow/rules/noise.smk"
-include: "workflow/rules/fishtest.smk"
+include: "workflow/rules/studies.smk"
 
 
 rule all:

@@ -14,16 +14,13 @@ from conftest import small_config_dict
 
 from spsa_bench.analysis.budget import budget_markdown, budget_table
 from spsa_bench.config.loader import ConfigError, resolve
-from spsa_bench.engine.budget_study import (
-    choose_settings,
-    distinct_runs,
-    run_budget_study,
-    study_settings,
-)
+from spsa_bench.config.sections.budget import parse as study_settings
 from spsa_bench.engine.simulate import make_problem, simulate
 from spsa_bench.optimizers import build, hyper_from_dict
 from spsa_bench.optimizers.base import Report
 from spsa_bench.optimizers.gains import GainSchedule
+from spsa_bench.studies import STUDIES
+from spsa_bench.studies.budget import choose_settings, distinct_runs, run_budget_study
 
 BUDGETS = [800, 400]  # given unsorted: the study sorts them
 CONSTANT = {"kind": "spsa", "A": 0, "alpha": 0, "gamma": 0}
@@ -216,7 +213,7 @@ def test_seeds_in_chunks_give_the_same_study_bit_for_bit(study_run, monkeypatch)
     """Above MAX_SEED_PAIRS seed x pairs a replay runs its seeds in chunks (bounded
     memory at any seeds and budget): chunks of one seed at the 800-pair budget, of
     two at 400, give every loss of the study, tuning and test seeds alike, unchanged."""
-    from spsa_bench.engine import budget_study
+    from spsa_bench.studies import budget as budget_study
 
     config, study, whole = study_run
     monkeypatch.setattr(budget_study, "MAX_SEED_PAIRS", 800)
@@ -373,7 +370,7 @@ def _write_config(tmp_path: Path, raw: dict) -> Path:
 
 
 def test_budget_study_command_writes_every_output(tmp_path):
-    from spsa_bench.cli.budget import OUTPUTS
+    OUTPUTS = [output.file for output in STUDIES["budget_study"].outputs]
     from spsa_bench.cli.main import main
     from spsa_bench.results.cf import open_labelled
 
@@ -410,11 +407,11 @@ def test_workflow_settings_of_the_study_resolve_to_the_same_study():
     from spsa_bench import workflow
 
     config = resolve(raw_config())
-    settings = workflow.budget_study_settings(config)
+    settings = workflow.study_settings(config, STUDIES["budget_study"])
     assert study_settings(resolve(copy.deepcopy(settings))) == study_settings(config)
     raw = raw_config()
     del raw["budget_study"]
-    assert workflow.budget_study_settings(resolve(raw)) is None
+    assert workflow.study_settings(resolve(raw), STUDIES["budget_study"]) is None
 
 
 @pytest.mark.slow

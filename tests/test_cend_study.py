@@ -8,8 +8,10 @@ from conftest import small_config_dict
 
 from spsa_bench.analysis.cend import cend_markdown, cend_table
 from spsa_bench.config.loader import ConfigError, resolve
-from spsa_bench.engine.cend_study import run_cend_study, study_settings
+from spsa_bench.config.sections.cend import parse as study_settings
 from spsa_bench.engine.simulate import simulate
+from spsa_bench.studies import STUDIES
+from spsa_bench.studies.cend import run_cend_study
 
 NUM_PAIRS = 600
 
@@ -125,18 +127,18 @@ def test_workflow_settings_of_the_study_resolve_to_the_same_study():
     from spsa_bench import workflow
 
     config = resolve(raw_config())
-    settings = workflow.cend_study_settings(config)
+    settings = workflow.study_settings(config, STUDIES["cend_study"])
     again = study_settings(resolve(copy.deepcopy(settings)))
     assert again == study_settings(config)
     raw = raw_config()
     del raw["cend_study"]
-    assert workflow.cend_study_settings(resolve(raw)) is None
+    assert workflow.study_settings(resolve(raw), STUDIES["cend_study"]) is None
 
 
 def test_cend_study_command_writes_every_output(tmp_path):
     import yaml
 
-    from spsa_bench.cli.cend import OUTPUTS
+    OUTPUTS = [output.file for output in STUDIES["cend_study"].outputs]
     from spsa_bench.cli.main import main
 
     path = tmp_path / "study.yaml"

@@ -7,9 +7,11 @@ import pytest
 from conftest import small_config_dict
 
 from spsa_bench.config.loader import ConfigError, resolve
+from spsa_bench.config.sections.workers import parse as study_settings
 from spsa_bench.engine.simulate import simulate
-from spsa_bench.engine.workers_study import run_workers_study, study_settings
 from spsa_bench.model import time_control
+from spsa_bench.studies import STUDIES
+from spsa_bench.studies.workers import run_workers_study
 
 NUM_PAIRS = 900
 
@@ -197,7 +199,7 @@ def test_workflow_settings_of_the_study_resolve_to_the_same_study():
     from spsa_bench import workflow
 
     config = resolve(_study_config())
-    settings = workflow.workers_study_settings(config)
+    settings = workflow.study_settings(config, STUDIES["workers_study"])
     assert study_settings(resolve(copy.deepcopy(settings))) == study_settings(config)
 
 
@@ -205,7 +207,7 @@ def test_workers_study_command_writes_every_output(tmp_path):
     import yaml
 
     from spsa_bench.cli.main import main
-    from spsa_bench.cli.workers import OUTPUTS
+    OUTPUTS = [output.file for output in STUDIES["workers_study"].outputs]
 
     raw = _study_config()
     raw["workers_study"]["scenarios"] = ["mixed"]

@@ -13,7 +13,8 @@ from spsa_bench.analysis.tuning import (
     tuned_table,
 )
 from spsa_bench.config.loader import ConfigError, resolve
-from spsa_bench.engine.tuning import run_tuning, tuning_settings
+from spsa_bench.config.sections.tuning import parse as tuning_settings
+from spsa_bench.studies.tuning import run_tuning
 
 LOW, HIGH = "spsa-r_end-0p001", "spsa-r_end-0p004"
 

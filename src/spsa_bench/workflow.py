@@ -20,6 +20,7 @@ from spsa_bench.config.loader import Config
 from spsa_bench.config.schema import arm_properties, build_schema
 from spsa_bench.optimizers import REGISTRY
 from spsa_bench.optimizers.base import hyper_schema
+from spsa_bench.studies import Study
 
 #: Top-level keys every simulation depends on.
 RUN_KEYS = ("num_pairs", "checkpoints", "signal", "iteration_counter", "entropy")
@@ -106,19 +107,6 @@ def cell_settings(config: Config, optimizer: str, batch_mode: str, scenario: str
     return cell
 
 
-def cend_study_settings(config: Config) -> dict | None:
-    """What the c_end study depends on (:mod:`spsa_bench.engine.cend_study`): its
-    scenario, batch mode, arms and seeds, the run keys and the study itself; ``None``
-    when the configuration has no ``cend_study``."""
-    study = config.resolved.get("cend_study")
-    if study is None:
-        return None
-    settings = cell_settings(config, study["base"], study["batch_mode"], study["scenario"])
-    settings["seeds"] = {"first": config.seeds_first, "count": config.seeds_count}
-    settings["cend_study"] = copy.deepcopy(study)
-    return settings
-
-
 def _study_settings(config: Config, key: str, batch_mode: str, num_pairs: int) -> dict:
     """What a study of scenarios and arms depends on: the run keys (``num_pairs`` given),
     the noise, the seeds, ``batch_mode``, the study's scenarios and the configured arms
@@ -146,27 +134,23 @@ def _study_settings(config: Config, key: str, batch_mode: str, num_pairs: int) -
     return settings
 
 
-def workers_study_settings(config: Config) -> dict | None:
-    """What the workers study depends on (:mod:`spsa_bench.engine.workers_study`): the run
-    keys, seeds, its scenarios, reference mode and configured arms, and the study itself;
-    ``None`` when the configuration has no ``workers_study``."""
-    study = config.resolved.get("workers_study")
-    if study is None:
+def study_settings(config: Config, study: Study) -> dict | None:
+    """What the study of row ``study`` depends on (its rerun trigger, and the
+    configuration its job resolves): the run keys and seeds, the batch mode, scenarios
+    and configured arms of its :class:`~spsa_bench.studies.base.Scope`, and the study's
+    own section; ``None`` when the configuration has no such section. A per-cell scope
+    is the cell's settings (:func:`cell_settings`) with the seeds and the section."""
+    section = study.section(config)
+    if section is None:
         return None
-    return _study_settings(config, "workers_study", study["reference"], config.num_pairs)
-
-
-def budget_study_settings(config: Config) -> dict | None:
-    """What the budget study depends on (:mod:`spsa_bench.engine.budget_study`): the run
-    keys, seeds, its batch mode, scenarios and configured arms, and the study itself, with
-    ``num_pairs`` its smallest budget (the grid's budget is not an input of the study);
-    ``None`` when the configuration has no ``budget_study``."""
-    from spsa_bench.engine.budget_study import study_settings
-
-    study = study_settings(config)
-    if study is None:
-        return None
-    return _study_settings(config, "budget_study", study.batch_mode, study.num_pairs[0])
+    scope = study.scope(config, section)
+    if scope.per_cell:
+        (scenario,), (arm,) = scope.scenarios, scope.arms
+        settings = cell_settings(config, arm, scope.batch_mode, scenario)
+        settings["seeds"] = {"first": config.seeds_first, "count": config.seeds_count}
+        settings[study.key] = copy.deepcopy(config.resolved[study.key])
+        return settings
+    return _study_settings(config, study.key, scope.batch_mode, scope.num_pairs)
 
 
 def sweeps(config: Config) -> dict[str, list[list]]:

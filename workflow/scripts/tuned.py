@@ -12,7 +12,7 @@ sys.path.insert(0, str(Path(snakemake.scriptdir).resolve().parents[1] / "src"))
 
 from spsa_bench.cli.tune import write_tuned_tables  # noqa: E402
 from spsa_bench.config.loader import resolve  # noqa: E402
-from spsa_bench.engine.tuning import tuning_settings  # noqa: E402
+from spsa_bench.config.sections.tuning import parse as tuning_settings  # noqa: E402
 from spsa_bench.results.cf import open_labelled  # noqa: E402
 from spsa_bench.results.combine import open_benchmark  # noqa: E402
 

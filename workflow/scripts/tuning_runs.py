@@ -14,8 +14,9 @@ sys.stderr = open(snakemake.log[0], "w", buffering=1)  # noqa: SIM115 - lives as
 sys.path.insert(0, str(Path(snakemake.scriptdir).resolve().parents[1] / "src"))
 
 from spsa_bench.config.loader import resolve  # noqa: E402
-from spsa_bench.engine.tuning import print_progress, run_tuning, tuning_settings  # noqa: E402
+from spsa_bench.config.sections.tuning import parse as tuning_settings  # noqa: E402
 from spsa_bench.results.atomic import write_atomic  # noqa: E402
+from spsa_bench.studies.tuning import print_progress, run_tuning  # noqa: E402
 
 config = resolve(snakemake.config)
 ds = run_tuning(config, tuning_settings(config), progress=print_progress)

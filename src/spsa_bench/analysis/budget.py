@@ -1,4 +1,4 @@
-"""Table and figure of the budget study (:mod:`spsa_bench.engine.budget_study`).
+"""Table and figure of the budget study (:mod:`spsa_bench.studies.budget`).
 
 The table has one row per (scenario, budget, arm, tuning): an unswept arm has one
 row (``as configured``), a swept arm one per choice (``oracle``: chosen per
@@ -245,3 +245,12 @@ def budget_figure(ds: xr.Dataset):
         fontsize="medium",
     )
     return fig
+
+
+def write_report(ds: xr.Dataset, paths) -> list:
+    """The budget study's NetCDF file, CSV and Markdown table, PNG and SVG figure at
+    ``paths`` (in that order), each written atomically."""
+    from spsa_bench.analysis.study_files import write_study_files
+
+    table = budget_table(ds)
+    return write_study_files(ds, paths, table, budget_markdown(table, ds), budget_figure(ds))

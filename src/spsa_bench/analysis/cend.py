@@ -1,4 +1,4 @@
-"""Table and figure of the c_end study (:mod:`spsa_bench.engine.cend_study`).
+"""Table and figure of the c_end study (:mod:`spsa_bench.studies.cend`).
 
 The table has one row per (arm, c_end): the mean final Elo loss with its 95%
 Student-t interval over seeds, the paired difference to the baseline arm (the
@@ -146,3 +146,12 @@ def cend_figure(ds: xr.Dataset):
         fontsize="medium",
     )
     return fig
+
+
+def write_report(ds: xr.Dataset, paths) -> list:
+    """The c_end study's NetCDF file, CSV and Markdown table, PNG and SVG figure at
+    ``paths`` (in that order), each written atomically."""
+    from spsa_bench.analysis.study_files import write_study_files
+
+    table = cend_table(ds)
+    return write_study_files(ds, paths, table, cend_markdown(table, ds), cend_figure(ds))

@@ -1,4 +1,4 @@
-"""The tuning protocol's choice and report (:mod:`spsa_bench.engine.tuning`).
+"""The tuning protocol's choice and report (:mod:`spsa_bench.studies.tuning`).
 
 :func:`choose` reads the tuning dataset only (the tuning seeds) and picks, per
 sweep and batch mode,
@@ -24,7 +24,7 @@ import xarray as xr
 
 from spsa_bench.analysis import stats
 from spsa_bench.analysis.tables import _interval, markdown_table
-from spsa_bench.engine.tuning import pick_settings
+from spsa_bench.studies.tuning import pick_settings
 
 LEVEL = 0.95
 TUNINGS = ("oracle", "robust")

@@ -311,3 +311,20 @@ def workers_figure(ds: xr.Dataset):
         fontsize="medium",
     )
     return fig
+
+
+def write_report(ds: xr.Dataset, paths) -> list:
+    """The workers study's NetCDF file, CSV table, Markdown, PNG and SVG figure and the
+    safe-concurrency CSV at ``paths`` (in that order), each written atomically."""
+    from pathlib import Path
+
+    from spsa_bench.analysis.study_files import write_study_files
+    from spsa_bench.results.atomic import atomic_write
+
+    table = workers_table(ds)
+    safe = safe_concurrency(ds, table)
+    markdown = workers_markdown(table, safe, ds)
+    written = write_study_files(ds, paths[:5], table, markdown, workers_figure(ds))
+    safe_path = Path(paths[5])
+    atomic_write(safe_path, lambda tmp: safe.to_csv(tmp, index=False))
+    return [*written, safe_path]

@@ -19,25 +19,24 @@ import warnings
 
 from spsa_bench.cli import (
     bench,
-    budget,
-    cend,
     listing,
     noise,
     plan,
     schedule,
     schema,
     simulate,
+    study,
     tune,
     validate,
-    workers,
 )
 from spsa_bench.config.loader import ConfigError
 
-#: Each command's name and the module whose ``add_parser`` registers it, in --help order.
+#: Each command's name and the module whose ``add_parser`` registers it, in --help order
+#: (the studies' commands come from their rows, :mod:`spsa_bench.cli.study`).
 COMMANDS = {
     "simulate": simulate, "list": listing, "schema": schema, "validate": validate,
-    "schedule": schedule, "bench": bench, "noise": noise, "cend-study": cend,
-    "workers-study": workers, "budget-study": budget, "tune": tune, "plan": plan,
+    "schedule": schedule, "bench": bench, "noise": noise, **study.commands(),
+    "tune": tune, "plan": plan,
 }  # fmt: skip
 
 

@@ -1,4 +1,4 @@
-"""``spsa-bench tune``: the tuning protocol (issue 16; :mod:`spsa_bench.engine.tuning`).
+"""``spsa-bench tune``: the tuning protocol (issue 16; :mod:`spsa_bench.studies.tuning`).
 
 Runs every swept arm on every scenario and batch mode at the configuration's tuning
 seeds, chooses each sweep's oracle and robust setting from those runs alone, and
@@ -37,7 +37,8 @@ def add_parser(sub) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from spsa_bench.config.loader import ConfigError
-    from spsa_bench.engine.tuning import print_progress, run_tuning, tuning_settings
+    from spsa_bench.config.sections.tuning import parse as tuning_settings
+    from spsa_bench.studies.tuning import print_progress, run_tuning
     from spsa_bench.results.combine import open_benchmark
 
     config = load(args)

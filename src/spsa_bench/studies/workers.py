@@ -24,22 +24,18 @@ dataset :mod:`spsa_bench.analysis.workers` reads (dims scenario, arm, workers, s
 
 from __future__ import annotations
 
-import dataclasses
-import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from spsa_bench.config.loader import BatchMode, Config, ConfigError, OptimizerArm
-from spsa_bench.engine.cend_study import known
-from spsa_bench.optimizers import REGISTRY, hyper_from_dict
+from spsa_bench.config.records import Config
+from spsa_bench.config.sections.workers import WorkersSection
+from spsa_bench.studies.base import Output, Scope, Study, start_gap, study_dataset
 
 if TYPE_CHECKING:
     import xarray as xr
 
-STUDY_KEY = "workers_study"
-DEFAULT_POOL = {"batch": "fishtest"}
 #: What ``assumption`` says in the dataset and the table.
 ASSUMPTION = (
     "worker concurrency, speed and game durations follow the pool's settings (Fishtest's "
@@ -48,78 +44,9 @@ ASSUMPTION = (
 )
 
 
-@dataclasses.dataclass(frozen=True)
-class WorkersStudy:
-    modes: tuple[BatchMode, ...]  # the pool at each size, ascending
-    reference: BatchMode
-    scenarios: tuple[str, ...]
-    arms: tuple[OptimizerArm, ...]
-    margin: float
-    pool: dict
-
-    @property
-    def workers(self) -> tuple[int, ...]:
-        return tuple(mode.workers for mode in self.modes)
-
-
-def _arm(config: Config, name: str, settings, where: str) -> OptimizerArm:
-    if settings is None:
-        return known(config.optimizer, name, where)
-    settings = dict(settings)
-    kind = settings.pop("kind", name)
-    if kind not in REGISTRY:
-        raise ConfigError(f"{where}: unknown optimizer kind {kind!r} (give kind)")
-    try:
-        return OptimizerArm(name, kind, hyper_from_dict(kind, settings))
-    except (TypeError, ValueError) as error:
-        raise ConfigError(f"{where}: {error}") from None
-
-
-def study_settings(config: Config) -> WorkersStudy | None:
-    """The configuration's ``workers_study``, checked (``None`` when it has none)."""
-    from spsa_bench.config.loader import default_time_control, resolve_batch_mode
-
-    raw = config.resolved.get(STUDY_KEY)
-    if raw is None:
-        return None
-    where = STUDY_KEY
-    pool = dict(raw.get("pool") or DEFAULT_POOL)
-    if "workers" in pool:
-        raise ConfigError(f"{where}.pool.workers: the study sets it (give workers: [...])")
-    default_tc = default_time_control(config.resolved["noise"])
-    modes = []
-    for workers in sorted(raw["workers"]):
-        mode, _ = resolve_batch_mode(
-            f"{where}.pool", {**pool, "workers": workers}, config.num_pairs, default_tc
-        )
-        if mode.is_sync:
-            raise ConfigError(f"{where}.pool: must be asynchronous (batch variable or fishtest)")
-        modes.append(dataclasses.replace(mode, name=f"pool-w{workers}"))
-    reference = known(config.batch_mode, raw["reference"], f"{where}.reference")
-    if not reference.is_sync:
-        raise ConfigError(f"{where}.reference = {raw['reference']!r}: not a synchronous mode")
-    scenarios = tuple(raw["scenarios"])
-    for scenario in scenarios:
-        known(config.scenario, scenario, f"{where}.scenarios")
-    arms_raw = raw["arms"]
-    if isinstance(arms_raw, list):
-        arms_raw = {name: None for name in arms_raw}
-    arms = tuple(
-        _arm(config, name, settings, f"{where}.arms.{name}") for name, settings in arms_raw.items()
-    )
-    return WorkersStudy(
-        modes=tuple(modes),
-        reference=reference,
-        scenarios=scenarios,
-        arms=arms,
-        margin=float(raw.get("margin", 0.5)),
-        pool=pool,
-    )
-
-
 def run_workers_study(
     config: Config,
-    study: WorkersStudy,
+    study: WorkersSection,
     seeds: Sequence[int],
     progress: Callable[[str], None] | None = None,
 ) -> xr.Dataset:
@@ -137,14 +64,14 @@ def run_workers_study(
     n_scen, n_arms, n_pools = len(study.scenarios), len(study.arms), len(study.modes)
     loss = np.full((n_scen, n_arms, n_pools, seeds.size), np.nan)
     sync_loss = np.full((n_scen, n_arms, seeds.size), np.nan)
-    start_gap = np.full((n_scen, seeds.size), np.nan)
+    gap = np.full((n_scen, seeds.size), np.nan)
     reference = make_schedule(config, study.reference, seeds)
     schedules = [make_schedule(config, mode, seeds) for mode in study.modes]
     schedule_kpis = [kpis.schedule_kpis(schedule) for schedule in schedules]
     for s, scenario in enumerate(study.scenarios):
         problem = make_problem(config, scenario, seeds)
         noise, rounding = make_noise(config, scenario), scenario_rounding(config, scenario)
-        start_gap[s] = problem.bowl.elo_loss(np.tile(problem.view.theta_start, (seeds.size, 1)))
+        gap[s] = start_gap(problem, seeds.size)
 
         def final_loss(arm, schedule, problem=problem, noise=noise, rounding=rounding):
             run = replay_arm(config, arm, problem, schedule, noise=noise, rounding=rounding)
@@ -160,7 +87,7 @@ def run_workers_study(
         name: np.stack([values[name][1] for values in schedule_kpis])
         for name in ("staleness_p50", "in_flight_mean_fraction", "in_flight_max_fraction")
     }
-    return _study_dataset(config, study, seeds, loss, sync_loss, start_gap, kpi)
+    return _study_dataset(config, study, seeds, loss, sync_loss, gap, kpi)
 
 
 _KPI_ATTRS = {
@@ -171,11 +98,6 @@ _KPI_ATTRS = {
 
 
 def _study_dataset(config, study, seeds, loss, sync_loss, start_gap, kpi) -> xr.Dataset:
-    import xarray as xr
-
-    from spsa_bench.results.cf import conform
-    from spsa_bench.results.provenance import provenance
-
     cells = ("scenario", "arm")
     data_vars = {
         "final_elo_loss": (
@@ -224,10 +146,63 @@ def _study_dataset(config, study, seeds, loss, sync_loss, start_gap, kpi) -> xr.
         "level": 0.95,
         "num_pairs": config.num_pairs,
         "assumption": ASSUMPTION,
-        **provenance(config.to_json()),
     }
-    return conform(xr.Dataset(data_vars, coords, attrs))
+    return study_dataset(config, data_vars, coords, attrs)
 
 
-def print_progress(message: str) -> None:
-    print(f"workers study: {message}", file=sys.stderr, flush=True)
+def _scope(config: Config, study: WorkersSection) -> Scope:
+    """The reference mode, the study's scenarios and the configured arms it names."""
+    raw = config.resolved["workers_study"]["arms"]
+    arms = raw if isinstance(raw, list) else [name for name, arm in raw.items() if arm is None]
+    return Scope(study.reference.name, study.scenarios, tuple(arms), config.num_pairs)
+
+
+def _memory_mb(config: Config, study: WorkersSection) -> float:
+    """One simulation of the study's seeds at a time at its largest pool (slots of
+    seeds x workers x parameters), plus its results: 204-268 MB measured at 100 seeds."""
+    slots = config.seeds_count * max(study.workers) * 64 * 8 * 4 / 1e6
+    return 120 + slots + config.seeds_count * config.num_pairs * 30 / 1e6
+
+
+def _runtime_min(config: Config, study: WorkersSection) -> int:
+    """Every arm x scenario x (pool sizes + the reference), each at most 3 us per seed x pair."""
+    runs = len(study.arms) * len(study.scenarios) * (len(study.modes) + 1)
+    return 2 + runs * config.seeds_count * config.num_pairs // 20_000_000
+
+
+STUDY = Study(
+    key="workers_study",
+    command="workers-study",
+    help="final Elo loss against the number of Fishtest workers and the safe concurrency of "
+    "each arm (the config's workers_study)",
+    doc="docs/asynchrony.md",
+    label="workers study",
+    rule="workers_study",
+    run=run_workers_study,
+    report="spsa_bench.analysis.workers:write_report",
+    outputs=(
+        Output("nc", "results/fishtest/workers_study.nc"),
+        Output(
+            "csv",
+            "results/tables/workers.csv",
+            "workers_table.rst",
+            "Tables",
+            {"table": "workers study"},
+        ),
+        Output("md", "results/tables/workers.md"),
+        Output(
+            "png",
+            "results/figures/workers.png",
+            "workers.rst",
+            "Fishtest tunes",
+            {"figure": "workers study"},
+        ),
+        Output("svg", "results/figures/workers.svg"),
+        Output("safe", "results/tables/workers_safe.csv"),
+    ),
+    scope=_scope,
+    memory_mb=_memory_mb,
+    runtime_min=_runtime_min,
+    comment="The workers study (fishtest #535): the config's workers_study arms and scenarios "
+    "under one Fishtest worker pool at several sizes, paired with the synchronous mode.",
+)

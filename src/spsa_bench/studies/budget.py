@@ -21,7 +21,7 @@ An arm given as a mapping runs in this study only; a swept hyperparameter (a lis
 or ``{log_range: ...}``, expanded as a grid arm's sweep) is **tuned per budget**.
 At each budget every setting runs on the tuning seeds, and each swept arm's setting
 is chosen from those runs alone (:func:`choose_settings`, the tuning protocol's
-rule, :func:`spsa_bench.engine.tuning.pick_settings`)::
+rule, :func:`spsa_bench.studies.tuning.pick_settings`)::
 
     oracle[s] = the setting with the smallest median final loss in scenario s
     robust    = the setting minimising mean_s median[k, s] / min_j median[j, s]
@@ -42,176 +42,24 @@ r_end`` are constant. ``alpha = 0`` with ``gamma > 0`` would not be: the step
 
 from __future__ import annotations
 
-import copy
-import dataclasses
-import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from spsa_bench.config.loader import (
-    STUDY_SECTIONS,
-    Config,
-    ConfigError,
-    OptimizerArm,
-    check_arm_settings,
-    expand_sweeps,
-    resolve_checked,
-)
-from spsa_bench.engine.cend_study import known
-from spsa_bench.engine.tuning import held_out_seeds, pick_settings
-from spsa_bench.optimizers import hyper_from_dict
+from spsa_bench.config.records import Config, ConfigError, OptimizerArm
+from spsa_bench.config.sections.budget import BudgetSection, budget_config
+from spsa_bench.config.sections.fields import seed_overlap
+from spsa_bench.studies.base import Output, Scope, Study, start_gap, study_dataset
+from spsa_bench.studies.tuning import pick_settings, setting_label, swept_coords
 
 if TYPE_CHECKING:
     import xarray as xr
 
-STUDY_KEY = "budget_study"
 TUNINGS = ("oracle", "robust")
 
 
-@dataclasses.dataclass(frozen=True)
-class StudyArm:
-    name: str
-    settings: tuple[OptimizerArm, ...]  # one per swept value; one for an unswept arm
-
-    @property
-    def swept(self) -> bool:
-        return self.settings[0].sweep is not None
-
-
-@dataclasses.dataclass(frozen=True)
-class BudgetStudy:
-    num_pairs: tuple[int, ...]  # the budgets, ascending
-    budget_key: str  # "num_pairs" or "games": how the configuration gave them
-    batch_mode: str
-    scenarios: tuple[str, ...]
-    tuning_seeds: range | None  # None when no arm is swept and none were given
-    arms: tuple[StudyArm, ...]
-    baseline: str
-
-    @property
-    def settings(self) -> tuple[OptimizerArm, ...]:
-        """Every setting of every arm, arm by arm."""
-        return tuple(setting for arm in self.arms for setting in arm.settings)
-
-    @property
-    def owners(self) -> np.ndarray:
-        """The index of each setting's arm, ``(setting,)``."""
-        return np.repeat(np.arange(len(self.arms)), [len(arm.settings) for arm in self.arms])
-
-
-def _budgets(raw: dict, where: str) -> tuple[tuple[int, ...], str]:
-    """The budgets in pairs, ascending, and the key they were given as."""
-    from spsa_bench.config.param_block import BlockError, check_games
-
-    given = [key for key in ("num_pairs", "games") if key in raw]
-    if len(given) != 1:
-        what = "both" if given else "neither"
-        raise ConfigError(f"{where}: give the budgets as num_pairs or games, not {what}")
-    key = given[0]
-    if key == "num_pairs":
-        return tuple(sorted(int(n) for n in raw[key])), key
-    pairs = []
-    for index, games in enumerate(raw[key]):
-        try:
-            pairs.append(check_games(games) // 2)
-        except BlockError as error:
-            raise ConfigError(f"{where}.games[{index}]{str(error).removeprefix('games')}") from None
-    return tuple(sorted(pairs)), key
-
-
-def budget_config(config: Config, num_pairs: int, where: str = STUDY_KEY) -> Config:
-    """``config`` at a budget of ``num_pairs`` pairs, as if the file said so (its optional
-    studies left out); an error (checkpoints, a fixed batch) names the budget."""
-    raw = {
-        key: copy.deepcopy(value)
-        for key, value in config.resolved.items()
-        if key not in STUDY_SECTIONS and key != "games"
-    }
-    raw["num_pairs"] = int(num_pairs)  # within the schema's limits: the study's own entry
-    try:
-        return resolve_checked(raw)
-    except ConfigError as error:
-        raise ConfigError(f"{where}: at a budget of {num_pairs:,} pairs: {error}") from None
-
-
-def _arm(config: Config, name: str, settings, where: str) -> StudyArm:
-    """A config arm (``settings`` None) or this study's own arm, its sweep expanded."""
-    if settings is None:
-        arm = known(config.optimizer, name, where)
-        return StudyArm(name, (dataclasses.replace(arm, sweep=None, swept=()),))
-    settings = dict(settings)
-    kind = settings.pop("kind", name)
-    check_arm_settings(where, kind, settings)
-    table = where.rsplit(".", 1)[0]
-    expanded, sweeps = expand_sweeps({name: {"kind": kind, **settings}}, table)
-    arms = []
-    for setting, values in expanded.items():
-        values = {key: value for key, value in values.items() if key != "kind"}
-        try:
-            hyper = hyper_from_dict(kind, values)
-        except (TypeError, ValueError) as error:
-            raise ConfigError(f"{where}: {error}") from None
-        source, swept = sweeps.get(setting, (None, ()))
-        arms.append(OptimizerArm(setting, kind, hyper, sweep=source, swept=swept))
-    return StudyArm(name, tuple(arms))
-
-
-def _study_arms(config: Config, raw: dict, where: str) -> tuple[StudyArm, ...]:
-    arms = tuple(_arm(config, name, settings, f"{where}.{name}") for name, settings in raw.items())
-    seen: dict[str, str] = {}
-    for arm in arms:
-        for setting in arm.settings:
-            if setting.name in seen and seen[setting.name] != arm.name:
-                raise ConfigError(
-                    f"{where}.{arm.name}: its setting {setting.name!r} is also an arm of the "
-                    f"study ({seen[setting.name]}); rename one of them"
-                )
-            seen[setting.name] = arm.name
-    return arms
-
-
-def study_settings(config: Config) -> BudgetStudy | None:
-    """The configuration's ``budget_study``, checked (``None`` when it has none)."""
-    raw = config.resolved.get(STUDY_KEY)
-    if raw is None:
-        return None
-    where = STUDY_KEY
-    num_pairs, budget_key = _budgets(raw, where)
-    known(config.batch_mode, raw["batch_mode"], f"{where}.batch_mode")
-    for scenario in raw["scenarios"]:
-        known(config.scenario, scenario, f"{where}.scenarios")
-    arms = _study_arms(config, raw["arms"], f"{where}.arms")
-    swept = [arm.name for arm in arms if arm.swept]
-    tuning_seeds = None
-    if "tuning_seeds" in raw:
-        tuning_seeds = held_out_seeds(
-            f"{where}.tuning_seeds", raw["tuning_seeds"], config.seed_range()
-        )
-    elif swept:
-        raise ConfigError(
-            f"{where}.tuning_seeds: required, the swept arm {swept[0]!r} is tuned on them"
-        )
-    baseline = raw.get("baseline", arms[0].name)
-    if baseline not in {arm.name for arm in arms}:
-        raise ConfigError(
-            f"{where}.baseline = {baseline!r}: not one of its arms ({', '.join(a.name for a in arms)})"
-        )
-    for budget in num_pairs:  # each budget must make a valid configuration
-        budget_config(config, budget, f"{where}.{budget_key}")
-    return BudgetStudy(
-        num_pairs=num_pairs,
-        budget_key=budget_key,
-        batch_mode=raw["batch_mode"],
-        scenarios=tuple(raw["scenarios"]),
-        tuning_seeds=tuning_seeds,
-        arms=arms,
-        baseline=baseline,
-    )
-
-
-def choose_settings(study: BudgetStudy, tuning_loss: np.ndarray) -> np.ndarray:
+def choose_settings(study: BudgetSection, tuning_loss: np.ndarray) -> np.ndarray:
     """Each arm's oracle and robust setting at one budget, ``(arm, tuning, scenario)``
     indices into :attr:`BudgetStudy.settings`, from ``tuning_loss`` alone: the final
     losses ``(setting, scenario, tuning seed)`` at that budget (an arm with one setting
@@ -279,7 +127,7 @@ def _progress_seeds(chunk: np.ndarray, seeds: np.ndarray) -> str:
     return f"{len(chunk)} (of {len(seeds)})"
 
 
-def _tuning_runs(budget: Config, study: BudgetStudy, seeds, progress) -> np.ndarray:
+def _tuning_runs(budget: Config, study: BudgetSection, seeds, progress) -> np.ndarray:
     """Every setting on every scenario at the tuning seeds: ``(setting, scenario, seed)``."""
     from spsa_bench.engine.simulate import make_schedule
 
@@ -295,7 +143,7 @@ def _tuning_runs(budget: Config, study: BudgetStudy, seeds, progress) -> np.ndar
     return out
 
 
-def _test_runs(budget: Config, study: BudgetStudy, chosen, seeds, progress) -> np.ndarray:
+def _test_runs(budget: Config, study: BudgetSection, chosen, seeds, progress) -> np.ndarray:
     """Each arm's chosen settings on the test seeds: ``(arm, tuning, scenario, seed)``;
     a setting chosen twice (oracle and robust, or an unswept arm) runs once."""
     from spsa_bench.engine.simulate import make_schedule
@@ -317,20 +165,21 @@ def _test_runs(budget: Config, study: BudgetStudy, chosen, seeds, progress) -> n
     return out
 
 
-def _start_gap(config: Config, study: BudgetStudy, seeds) -> np.ndarray:
+def _start_gap(config: Config, study: BudgetSection, seeds) -> np.ndarray:
     """The true Elo loss at the start, ``(scenario, seed)`` (the same at every budget)."""
     from spsa_bench.engine.simulate import make_problem
 
-    gaps = []
-    for scenario in study.scenarios:
-        problem = make_problem(config, scenario, seeds)
-        gaps.append(problem.bowl.elo_loss(np.tile(problem.view.theta_start, (len(seeds), 1))))
-    return np.stack(gaps)
+    return np.stack(
+        [
+            start_gap(make_problem(config, scenario, seeds), len(seeds))
+            for scenario in study.scenarios
+        ]
+    )
 
 
 def run_budget_study(
     config: Config,
-    study: BudgetStudy,
+    study: BudgetSection,
     seeds: Sequence[int],
     progress: Callable[[str], None] | None = None,
 ) -> xr.Dataset:
@@ -369,9 +218,7 @@ ASSUMPTION = (
 )
 
 
-def _setting_coords(study: BudgetStudy) -> dict:
-    from spsa_bench.engine.tuning import setting_label, swept_coords
-
+def _setting_coords(study: BudgetSection) -> dict:
     settings = study.settings
     owner = [study.arms[a].name for a in study.owners]
     labels = [setting_label(s.swept) if s.sweep is not None else "as configured" for s in settings]
@@ -386,7 +233,7 @@ def _setting_coords(study: BudgetStudy) -> dict:
     }  # fmt: skip
 
 
-def _study_coords(study: BudgetStudy, seeds, tuning_seeds) -> dict:
+def _study_coords(study: BudgetSection, seeds, tuning_seeds) -> dict:
     budgets = np.array(study.num_pairs, dtype=np.int64)
     return {
         "arm": ("arm", np.array([arm.name for arm in study.arms], dtype=object),
@@ -409,11 +256,6 @@ def _study_coords(study: BudgetStudy, seeds, tuning_seeds) -> dict:
 
 
 def _study_dataset(config, study, seeds, tuning_seeds, results) -> xr.Dataset:
-    import xarray as xr
-
-    from spsa_bench.results.cf import conform
-    from spsa_bench.results.provenance import provenance
-
     cell = ("budget", "scenario")
     data_vars = {
         "final_elo_loss": (("arm", "tuning", *cell, "seed"), results["loss"],
@@ -439,10 +281,80 @@ def _study_dataset(config, study, seeds, tuning_seeds, results) -> xr.Dataset:
         "tuning_seeds_first": tuning.start,
         "tuning_seeds_count": len(tuning),
         "assumption": ASSUMPTION,
-        **provenance(config.to_json()),
     }
-    return conform(xr.Dataset(data_vars, _study_coords(study, seeds, tuning_seeds), attrs))
+    return study_dataset(config, data_vars, _study_coords(study, seeds, tuning_seeds), attrs)
 
 
-def print_progress(message: str) -> None:
-    print(f"budget study: {message}", file=sys.stderr, flush=True)
+def check_held_out(study: BudgetSection, chosen: range) -> None:
+    """``--seeds`` may not reach into the tuning seeds: the test seeds stay held out."""
+    shared = seed_overlap(chosen, study.tuning_seeds or range(0))
+    if len(shared):
+        raise ConfigError(
+            f"--seeds = {chosen.start}-{chosen.stop - 1}: overlaps budget_study.tuning_seeds "
+            f"(at {shared.start}..{shared.stop - 1}); the test seeds must be held out of the choice"
+        )
+
+
+def _scope(config: Config, study: BudgetSection) -> Scope:
+    """The study's batch mode, scenarios and configured arms at its smallest budget (the
+    grid's budget is not an input of the study)."""
+    raw = config.resolved["budget_study"]["arms"]
+    arms = tuple(name for name, arm in raw.items() if arm is None)
+    return Scope(study.batch_mode, study.scenarios, arms, study.num_pairs[0])
+
+
+def _memory_mb(config: Config, study: BudgetSection) -> float:
+    """One simulation at a time, on the test or the tuning seeds, of at most
+    MAX_SEED_PAIRS seed x pairs (more seeds run in chunks): 216 MB measured at 100
+    seeds x 300,000 pairs (4 bytes per seed x pair above the libraries)."""
+    seeds = max(config.seeds_count, len(study.tuning_seeds or ()))
+    one_pass = max(min(seeds, seeds_per_pass(n)) * n for n in study.num_pairs)
+    return 100 + one_pass * 4 / 1e6
+
+
+def _runtime_min(config: Config, study: BudgetSection) -> int:
+    """Every run of the study at most 3 us per seed x pair (as simulate): every setting on
+    the tuning seeds and at most two chosen settings per arm on the test seeds, at every
+    budget and scenario."""
+    tuning = len(study.tuning_seeds or ())
+    per_budget = len(study.settings) * tuning + 2 * len(study.arms) * config.seeds_count
+    runs = per_budget * len(study.scenarios) * sum(study.num_pairs)
+    return 2 + runs // 20_000_000
+
+
+STUDY = Study(
+    key="budget_study",
+    command="budget-study",
+    help="final Elo loss against the budget for every arm, swept arms tuned per budget on "
+    "held-out seeds (the config's budget_study)",
+    doc="docs/benchmark.md",
+    label="budget study",
+    rule="budget_study",
+    run=run_budget_study,
+    report="spsa_bench.analysis.budget:write_report",
+    outputs=(
+        Output("nc", "results/fishtest/budget_study.nc"),
+        Output(
+            "csv",
+            "results/tables/budget_study.csv",
+            "budget_study_table.rst",
+            "Tables",
+            {"table": "budget study"},
+        ),
+        Output("md", "results/tables/budget_study.md"),
+        Output(
+            "png",
+            "results/figures/budget_study.png",
+            "budget_study.rst",
+            "Budget",
+            {"figure": "budget study"},
+        ),
+        Output("svg", "results/figures/budget_study.svg"),
+    ),
+    scope=_scope,
+    memory_mb=_memory_mb,
+    runtime_min=_runtime_min,
+    check_seeds=check_held_out,
+    comment="The budget study (issue 16): the config's budget_study arms at every budget, each "
+    "budget its own run from the start, swept arms tuned per budget on held-out seeds.",
+)

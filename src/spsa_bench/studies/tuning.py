@@ -22,22 +22,19 @@ dataset only, so the test seeds cannot sway the choice.
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from spsa_bench.config.loader import BatchMode, Config, ConfigError, OptimizerArm
-from spsa_bench.engine.cend_study import known
+from spsa_bench.config.records import Config, OptimizerArm
+from spsa_bench.config.sections.tuning import TuningSection
+from spsa_bench.studies.base import study_dataset
 
 if TYPE_CHECKING:
     import xarray as xr
 
-SETTINGS_KEY = "tuning"
-#: The selection criteria :func:`spsa_bench.analysis.tuning.choose` knows.
-CRITERIA = ("median",)
 CRITERION_TEXT = {
     "median": "median final Elo loss over the tuning seeds",
 }
@@ -49,85 +46,6 @@ HELD_OUT_TEXT = (
     "the settings are chosen on the tuning seeds only; the losses reported are on the "
     "benchmark's seeds, which the choice never saw"
 )
-
-
-@dataclasses.dataclass(frozen=True)
-class Tuning:
-    seeds: range  # the tuning seeds
-    test_seeds: range  # the benchmark's seeds (config.seeds), held out of the choice
-    criterion: str
-    family: tuple[str, ...]
-    scenarios: tuple[str, ...]  # every scenario of the grid
-    batch_modes: tuple[BatchMode, ...]  # every batch mode of the grid
-    arms: tuple[OptimizerArm, ...]  # the swept arms (their `sweep` set), in config order
-    baseline_sweep: str  # the baseline arm's sweep, or the baseline arm when not swept
-    baseline_swept: bool
-
-    @property
-    def sweeps(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(arm.sweep for arm in self.arms))
-
-
-def tuning_settings(config: Config) -> Tuning | None:
-    """The configuration's ``tuning`` section, checked (``None`` when it has none)."""
-    raw = config.resolved.get(SETTINGS_KEY)
-    if raw is None:
-        return None
-    where = SETTINGS_KEY
-    test = config.seed_range()
-    seeds = held_out_seeds(f"{where}.seeds", raw["seeds"], test)
-    criterion = str(raw.get("criterion", "median"))
-    if criterion not in CRITERIA:
-        raise ConfigError(
-            f"{where}.criterion = {criterion!r}: unknown (known: {', '.join(CRITERIA)})"
-        )
-    family = tuple(raw.get("family") or config.scenarios)
-    for scenario in family:
-        known(config.scenario, scenario, f"{where}.family")
-    arms = tuple(arm for arm in config.optimizers.values() if arm.sweep is not None)
-    if not arms:
-        raise ConfigError(
-            f"{where}: no arm of this configuration is swept; give an arm a list of values "
-            "(or a log_range) for a hyperparameter to tune (docs/benchmark.md, 'Sweeps')"
-        )
-    baseline = config.optimizer(config.baseline)
-    return Tuning(
-        seeds=seeds,
-        test_seeds=test,
-        criterion=criterion,
-        family=family,
-        scenarios=tuple(config.scenarios),
-        batch_modes=tuple(config.batch_modes.values()),
-        arms=arms,
-        baseline_sweep=baseline.sweep or baseline.name,
-        baseline_swept=baseline.sweep is not None,
-    )
-
-
-def seed_overlap(seeds: range, test: range) -> range:
-    """The seeds two contiguous ranges share (empty when none)."""
-    return range(max(seeds.start, test.start), min(seeds.stop, test.stop))
-
-
-def held_out_seeds(where: str, raw: dict, test: range) -> range:
-    """The tuning seeds ``{first, count}`` at key ``where``, refused (naming it) beyond the
-    seed limits or where they overlap ``test`` (the configuration's seeds)."""
-    from spsa_bench.config.limits import LimitError, check_seed_range
-
-    first, count = int(raw["first"]), int(raw["count"])
-    try:
-        check_seed_range(where, first, count)
-    except LimitError as error:
-        raise ConfigError(str(error)) from None
-    seeds = range(first, first + count)
-    overlap = seed_overlap(seeds, test)
-    if len(overlap):
-        raise ConfigError(
-            f"{where} = {first}..{seeds.stop - 1}: overlaps the benchmark's seeds "
-            f"{test.start}..{test.stop - 1} (at {overlap.start}..{overlap.stop - 1}); the "
-            "tuning seeds must be disjoint from them, or the choice sees the test seeds"
-        )
-    return seeds
 
 
 def _ratio_to_best(median: np.ndarray, best: float) -> np.ndarray:
@@ -156,7 +74,7 @@ def pick_settings(medians: np.ndarray, family: Sequence[int]) -> tuple[np.ndarra
 
 
 def run_tuning(
-    config: Config, settings: Tuning, progress: Callable[[str], None] | None = None
+    config: Config, settings: TuningSection, progress: Callable[[str], None] | None = None
 ) -> xr.Dataset:
     """Final Elo loss of every swept arm on every scenario and batch mode of the grid,
     at the tuning seeds only: dims ``(arm, scenario, batch_mode, seed)``, with each
@@ -209,12 +127,7 @@ def setting_label(swept) -> str:
                      for key, value in swept)  # fmt: skip
 
 
-def _tuning_dataset(config: Config, settings: Tuning, seeds, loss) -> xr.Dataset:
-    import xarray as xr
-
-    from spsa_bench.results.cf import conform
-    from spsa_bench.results.provenance import provenance
-
+def _tuning_dataset(config: Config, settings: TuningSection, seeds, loss) -> xr.Dataset:
     arms = settings.arms
     coords = {
         "arm": ("arm", np.array([a.name for a in arms], dtype=object), {"long_name": "swept arm"}),
@@ -261,9 +174,8 @@ def _tuning_dataset(config: Config, settings: Tuning, seeds, loss) -> xr.Dataset
         "baseline_sweep": settings.baseline_sweep,
         "baseline_swept": int(settings.baseline_swept),
         "num_pairs": config.num_pairs,
-        **provenance(config.to_json()),
     }
-    return conform(xr.Dataset(data_vars, coords, attrs))
+    return study_dataset(config, data_vars, coords, attrs)
 
 
 def print_progress(message: str) -> None:

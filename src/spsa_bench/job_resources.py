@@ -1,0 +1,165 @@
+"""What a workflow job is given on a cluster: memory (``mem_mb``) and minutes
+(``runtime``) for every rule of the grid and for every study row.
+
+The memory formulas are fitted to the peak RSS that ``results/benchmarks/`` recorded
+for three runs (the default grid at 100 seeds, the design-card grid at 100 and at
+1000 seeds) and ask 1.3 times the fit plus :data:`JOB_OVERHEAD_MB`: 1.2-1.5 times the
+measured peak plus the SLURM overhead for every rule of the three runs. Times are
+several times what was measured. docs/cluster.md has the measurements and the table.
+Each function takes the resolved configuration and, for per-chunk rules, the job's
+wildcards (``a``, ``b``: its seed range).
+"""
+
+from __future__ import annotations
+
+from spsa_bench.config.records import Config
+from spsa_bench.config.scenarios import scenario_param_count
+
+#: Beside the script, a SLURM job holds two Snakemake processes (the job step and the
+#: one it starts under srun, about 140 MB each) and srun: 285-290 MB measured.
+JOB_OVERHEAD_MB = 400
+
+
+def fitted(megabytes: float) -> int:
+    """A request: the fitted peak RSS (MB) times 1.3 plus the SLURM job's overhead."""
+    return JOB_OVERHEAD_MB + int(1.3 * megabytes)
+
+
+def chunk_seeds(wildcards) -> int:
+    return int(wildcards.b) - int(wildcards.a) + 1
+
+
+def seed_pairs(bench: Config, wildcards) -> int:
+    return chunk_seeds(wildcards) * bench.num_pairs
+
+
+def simulate_mem_mb(bench: Config, wildcards) -> int:
+    """simulate (a sweep's job too: its arms run one after another): about 140 MB of
+    libraries plus about 22 bytes per seed x pair, measured at most 209 MB at 100
+    seeds x 30,000 pairs and 808 MB at 1000 (async-variable, the most)."""
+    return fitted(145 + seed_pairs(bench, wildcards) * 23 // 1_000_000)
+
+
+def simulate_runtime(bench: Config, wildcards) -> int:
+    """simulate and schedule: up to 0.4 us per seed x pair measured (11 s for
+    1000 x 30,000 on async-variable) plus about 1 s of start-up; allowed 3 us plus
+    two minutes (Python start-up on a network file system can be slow)."""
+    return 2 + seed_pairs(bench, wildcards) // 20_000_000
+
+
+def sweep_runtime(bench: Config, wildcards, arms: int) -> int:
+    """A sweep's job: one simulate per arm after one start-up."""
+    return 2 + arms * seed_pairs(bench, wildcards) // 20_000_000
+
+
+def schedule_mem_mb(bench: Config, wildcards) -> int:
+    """schedule: about 104 MB plus 20 bytes per seed x pair (measured 165 MB at 100
+    seeds x 30,000 pairs, 606-702 MB at 1000)."""
+    return fitted(104 + seed_pairs(bench, wildcards) * 20 / 1e6)
+
+
+def grid_cells(bench: Config) -> int:
+    return len(bench.optimizers) * len(bench.batch_modes) * len(bench.scenarios)
+
+
+def trajectory_points(bench: Config) -> int:
+    """Points of every loss trajectory: cells x seeds x checkpoints."""
+    return grid_cells(bench) * bench.seeds_count * bench.checkpoints
+
+
+def parameter_points(bench: Config) -> int:
+    """Points of every parameter trajectory (theta, and x, z of the schedule-free
+    arms, padded with NaN for the others): trajectory points x parameters."""
+    params = max(scenario_param_count(scenario) for scenario in bench.scenarios.values())
+    return trajectory_points(bench) * params
+
+
+def combine_mem_mb(bench: Config, chunks: int) -> int:
+    """The streaming combine: about 120 MB, 0.25 MB per run file (its two-seed
+    skeleton), 80 bytes per parameter point of one cell (a run file's data and the
+    cell's chunks in HDF5's cache) and 100 bytes per cell x seed (the integer per-seed
+    variables kept whole), fitted to 169 MB for 120 files of 100 seeds, 330 MB for 120
+    of 1000 and 332 MB for the default grid's 795 of 100."""
+    files = grid_cells(bench) * chunks
+    one_cell = parameter_points(bench) / grid_cells(bench)
+    cell_seeds = grid_cells(bench) * bench.seeds_count
+    return fitted(120 + 0.25 * files + one_cell * 80 / 1e6 + cell_seeds * 100 / 1e6)
+
+
+def combine_runtime(bench: Config) -> int:
+    """Measured 0.1-0.2 us per parameter point (85 s for the default grid at 100 seeds)."""
+    return 2 + parameter_points(bench) // 10_000_000
+
+
+def report_mem_mb(bench: Config) -> int:
+    """tables and sensitivity read benchmark.nc lazily, the trajectories one cell at a
+    time: about 185 MB plus 8 bytes per trajectory point (measured 190, 227 and 279 MB
+    for tables at 1.2, 8.0 and 12.1 million points; sensitivity 317 MB at 8.0)."""
+    return fitted(185 + trajectory_points(bench) * 8 / 1e6)
+
+
+def figures_mem_mb(bench: Config) -> int:
+    """convergence_figures and comparison_figures read benchmark.nc lazily, one cell at a
+    time: about 240 MB plus 8 bytes per trajectory point (measured at most 253, 268 and
+    347 MB at 1.2, 8.0 and 12.1 million points)."""
+    return fitted(240 + trajectory_points(bench) * 8 / 1e6)
+
+
+def ranking_mem_mb(bench: Config) -> int:
+    """The ranking reads benchmark.nc lazily (the last checkpoint in memory, the rest one
+    cell at a time): about 215 MB plus 6 bytes per trajectory point (measured 228, 232
+    and 287 MB at 1.2, 8.0 and 12.1 million points)."""
+    return fitted(215 + trajectory_points(bench) * 6 / 1e6)
+
+
+def tuned_mem_mb(bench: Config) -> int:
+    """The tuned table: 236 MB measured at 8.0 million trajectory points."""
+    return fitted(200 + trajectory_points(bench) * 4.5 / 1e6)
+
+
+def report_runtime(bench: Config) -> int:
+    return 2 + trajectory_points(bench) // 5_000_000
+
+
+def async_seed_pairs(bench: Config) -> int:
+    modes = sum(1 for mode in bench.batch_modes.values() if not mode.is_sync)
+    return modes * bench.seeds_count * bench.num_pairs
+
+
+def async_figures_mem_mb(bench: Config) -> int:
+    """All schedules at once: 256 MB measured at 100 seeds, 675 MB at 1000 (two
+    asynchronous modes, 30,000 pairs): about 210 MB plus 7.8 bytes per seed x pair
+    and mode."""
+    return fitted(210 + async_seed_pairs(bench) * 7.8 / 1e6)
+
+
+def async_figures_runtime(bench: Config) -> int:
+    return 2 + async_seed_pairs(bench) // 30_000_000
+
+
+def validation_runtime(validated: int) -> int:
+    """validate_optimizers: 2-3 s per validated arm measured, whatever the grid."""
+    return 2 + validated // 4
+
+
+def tuning_runs_mem_mb(bench: Config) -> int:
+    """One simulation of the tuning seeds at a time: 82-150 MB measured at 20 seeds."""
+    seeds = bench.resolved["tuning"]["seeds"]["count"]
+    return fitted(90 + seeds * bench.num_pairs * 40 / 1e6)
+
+
+def tuning_runs_runtime(bench: Config) -> int:
+    """Every swept arm x scenario x batch mode on the tuning seeds, 3 us per seed x pair."""
+    swept = sum(1 for arm in bench.optimizers.values() if arm.sweep is not None)
+    runs = swept * len(bench.scenarios) * len(bench.batch_modes)
+    return 2 + runs * bench.resolved["tuning"]["seeds"]["count"] * bench.num_pairs // 20_000_000
+
+
+def study_mem_mb(bench: Config, study) -> int:
+    """A study row's job: its fitted memory (:attr:`Study.memory_mb`) as a request."""
+    return fitted(study.memory_mb(bench, study.section(bench)))
+
+
+def study_runtime(bench: Config, study) -> int:
+    """A study row's job: its minutes (:attr:`Study.runtime_min`)."""
+    return study.runtime_min(bench, study.section(bench))

@@ -1,0 +1,30 @@
+# The studies: one rule per row of spsa_bench.studies.STUDIES (the c_end study, the
+# workers study, the budget study, ...), a target only when the configuration has the
+# row's section (get_final_outputs). Each runs its section over the configuration's
+# seeds and writes its dataset, tables and figure; docs/benchmark.md, "Adding a
+# study", says what a new row needs. The studies need no run file, so they run at
+# priority -10 beside the grid.
+
+
+for _key, _row in STUDIES.items():
+
+    rule:
+        name:
+            _row.rule
+        output:
+            **study_outputs(_row),
+        log:
+            f"results/logs/{_row.rule}.log",
+        benchmark:
+            f"results/benchmarks/{_row.rule}.tsv"
+        priority: _row.priority
+        conda:
+            ENV
+        threads: 1
+        resources:
+            mem_mb=study_mem_mb(_row),
+            runtime=study_runtime(_row),
+        params:
+            settings=grid.to_json(STUDY_SETTINGS.get(_key)),
+        script:
+            "../scripts/study.py"
