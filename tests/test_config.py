@@ -7,11 +7,11 @@ import pytest
 import yaml
 from conftest import small_config_dict
 
+from spsa_bench.cli.common import parse_seed_range
 from spsa_bench.config.loader import (
     STUDY_SECTIONS,
     ConfigError,
     load_config,
-    parse_seed_range,
     resolve,
     resolve_core,
     without_studies,

@@ -1,8 +1,9 @@
-"""What several subcommands share: the --config option and progress on stderr."""
+"""What several subcommands share: the --config option, --seeds ranges and progress on stderr."""
 
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import time
 from pathlib import Path
@@ -65,9 +66,27 @@ def pick(config, what: str, flag: str, name: str):
 
 def seeds(args: argparse.Namespace, config) -> range:
     """``--seeds`` (given, even empty, it must parse) or the config's seeds."""
-    from spsa_bench.config.loader import parse_seed_range
-
     return config.seed_range() if args.seeds is None else parse_seed_range(args.seeds)
+
+
+def parse_seed_range(text: str) -> range:
+    """``"7"`` or ``"0-99"`` (inclusive, ASCII digits) -> range; refuses reversed,
+    malformed and empty ranges and ranges beyond :mod:`spsa_bench.config.limits`."""
+    from spsa_bench.config.limits import LimitError, check_seed_range
+    from spsa_bench.config.records import ConfigError
+
+    match = re.fullmatch(r"\s*([0-9]{1,30})\s*(?:-\s*([0-9]{1,30})\s*)?", text, flags=re.ASCII)
+    if not match:
+        raise ConfigError(f"--seeds = {text!r}: expected FIRST or FIRST-LAST, e.g. 0-99")
+    first = int(match.group(1))
+    last = int(match.group(2)) if match.group(2) is not None else first
+    if last < first:
+        raise ConfigError(f"--seeds = {text!r}: the range is reversed (last < first)")
+    try:
+        check_seed_range(f"--seeds = {text!r}", first, last - first + 1)
+    except LimitError as error:
+        raise ConfigError(str(error)) from None
+    return range(first, last + 1)
 
 
 def check_output(args: argparse.Namespace) -> None:

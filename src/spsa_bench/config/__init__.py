@@ -7,7 +7,6 @@ from spsa_bench.config.loader import (
     ConfigError,
     OptimizerArm,
     load_config,
-    parse_seed_range,
     resolve,
     resolve_core,
 )
@@ -18,7 +17,6 @@ __all__ = [
     "ConfigError",
     "OptimizerArm",
     "load_config",
-    "parse_seed_range",
     "resolve",
     "resolve_core",
 ]

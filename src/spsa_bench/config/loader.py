@@ -14,7 +14,6 @@ batch modes, sweeps and arms, resolution).
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
@@ -85,23 +84,14 @@ def load_config(path: str | Path) -> Config:
     return resolve(read_yaml(path), base_dir=Path(path).parent)
 
 
-def parse_seed_range(text: str) -> range:
-    """``"7"`` or ``"0-99"`` (inclusive, ASCII digits) -> range; refuses reversed,
-    malformed and empty ranges and ranges beyond :mod:`spsa_bench.config.limits`."""
-    from spsa_bench.config.limits import LimitError, check_seed_range
+def __getattr__(name: str):
+    """``parse_seed_range`` (``--seeds``) lives in :mod:`spsa_bench.cli.common`; it is
+    still importable from here, imported on first use (the CLI imports this module)."""
+    if name == "parse_seed_range":
+        from spsa_bench.cli.common import parse_seed_range
 
-    match = re.fullmatch(r"\s*([0-9]{1,30})\s*(?:-\s*([0-9]{1,30})\s*)?", text, flags=re.ASCII)
-    if not match:
-        raise ConfigError(f"--seeds = {text!r}: expected FIRST or FIRST-LAST, e.g. 0-99")
-    first = int(match.group(1))
-    last = int(match.group(2)) if match.group(2) is not None else first
-    if last < first:
-        raise ConfigError(f"--seeds = {text!r}: the range is reversed (last < first)")
-    try:
-        check_seed_range(f"--seeds = {text!r}", first, last - first + 1)
-    except LimitError as error:
-        raise ConfigError(str(error)) from None
-    return range(first, last + 1)
+        return parse_seed_range
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = [
@@ -113,7 +103,6 @@ __all__ = [
     "load_config",
     "read_yaml",
     "resolve",
-    "parse_seed_range",
     "scenario_block",
     "scenario_kind",
     "scenario_param_count",
