@@ -10,9 +10,9 @@ from spsa_bench.config.loader import ConfigError, read_yaml, resolve
 from spsa_bench.dispatch.asynchronous import (
     CONFIG_KEYS,
     AsyncSettings,
-    _sort_rows,
     async_schedule,
     check_async_settings,
+    sort_rows,
 )
 from spsa_bench.dispatch.schedule import Schedule, arrived_before_dispatch, sync_schedule
 
@@ -127,9 +127,9 @@ def test_padding_events_do_not_write_over_job_zero():
 
 def test_sort_rows_breaks_ties_by_column_or_tiebreak():
     keys = np.array([[2.0, 1.0, 1.0, np.inf], [0.5, 0.5, 0.1, 3.0]])
-    assert _sort_rows(keys).tolist() == [[1, 2, 0, 3], [2, 0, 1, 3]]
+    assert sort_rows(keys).tolist() == [[1, 2, 0, 3], [2, 0, 1, 3]]
     tiebreak = np.array([[0, 5, 3, 0], [9, 4, 0, 0]])
-    assert _sort_rows(keys, tiebreak).tolist() == [[2, 1, 0, 3], [2, 1, 0, 3]]
+    assert sort_rows(keys, tiebreak).tolist() == [[2, 1, 0, 3], [2, 1, 0, 3]]
 
 
 def test_config_defaults_are_the_dataclass_defaults():

@@ -80,10 +80,10 @@ def test_given_worker_pool_matches_reference():
 def test_result_does_not_depend_on_the_job_count_estimate(monkeypatch):
     settings = AsyncSettings(batch="variable")
     expected = async_schedule(ENTROPY, range(4), 2500, settings)
-    original = async_module._expected_job_time
+    original = async_module.expected_job_time
     for factor in (0.05, 30.0):  # far too many jobs first, then far too few (extension loop)
         monkeypatch.setattr(
-            async_module, "_expected_job_time", lambda *a, f=factor: f * original(*a)
+            async_module, "expected_job_time", lambda *a, f=factor: f * original(*a)
         )
         got = async_schedule(ENTROPY, range(4), 2500, settings)
         for field in dataclasses.fields(expected):

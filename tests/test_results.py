@@ -122,13 +122,13 @@ def test_text_labels_are_auxiliary_in_the_file_and_the_index_when_opened(benchma
 
 
 def test_text_hyperparameters_are_filled_with_the_text_fill():
-    from spsa_bench.results.combine import _arm_coords
+    from spsa_bench.results.combine import optimizer_coords
 
     arms = {
         "a": {"kind": xr.DataArray("x"), "mode": xr.DataArray("fast")},
         "b": {"kind": xr.DataArray("y"), "lr": xr.DataArray(0.5)},
     }
-    coords = _arm_coords(arms)
+    coords = optimizer_coords(arms)
     assert list(coords["mode"][1]) == ["fast", TEXT_FILL]
     np.testing.assert_array_equal(coords["lr"][1], [np.nan, 0.5])
     assert list(coords) == ["kind", "lr", "mode"]
@@ -169,9 +169,9 @@ def test_git_state_started_early_is_the_same_state(tmp_path, monkeypatch):
     _git(tmp_path, "commit", "-q", "-m", "one")
     (tmp_path / "a.py").write_text("x = 2\n")
     provenance.start_git_state(tmp_path)
-    assert tmp_path in provenance._STARTED
+    assert tmp_path in provenance.STARTED_GIT_QUERIES
     early = provenance.git_state(tmp_path)
-    assert tmp_path not in provenance._STARTED  # collected once
+    assert tmp_path not in provenance.STARTED_GIT_QUERIES  # collected once
     assert early == provenance.git_state(tmp_path) and early["git_dirty"] == "true"
     outside = tmp_path / "outside"
     outside.mkdir()

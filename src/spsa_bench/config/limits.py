@@ -50,11 +50,6 @@ def run_bytes(seeds: int, num_pairs: int, checkpoints: int, params: int) -> int:
     return BASE_BYTES + 32 * num_pairs + seeds * per_seed
 
 
-def param_count(groups) -> int:
-    """Parameters of a scenario: the sum of its groups' counts."""
-    return sum(int(group["count"]) for group in groups)
-
-
 def available_bytes() -> int:
     """Physical memory, or the address-space limit of this process if it is smaller."""
     try:

@@ -366,7 +366,7 @@ def _makespan_argmin(durations: np.ndarray, lanes: int) -> np.ndarray:
     return loads.max(axis=1)
 
 
-def _expected_job_time(games: np.ndarray, lanes: np.ndarray, settings: AsyncSettings) -> np.ndarray:
+def expected_job_time(games: np.ndarray, lanes: np.ndarray, settings: AsyncSettings) -> np.ndarray:
     """A rough estimate of the mean makespan (seconds, speed 1), used only to size arrays.
 
     Blends the mean lane load with the expected largest game (Blom's
@@ -461,7 +461,7 @@ class _Timelines:
         return lognormal_durations_(out, self.settings)
 
 
-def _sort_rows(keys: np.ndarray, tiebreak: np.ndarray | None = None) -> np.ndarray:
+def sort_rows(keys: np.ndarray, tiebreak: np.ndarray | None = None) -> np.ndarray:
     """Argsort of each row of ``keys``; ties between finite keys go to the smaller
     ``tiebreak`` (default: the smaller column). Infinite keys (padding) sort last."""
     order = np.argsort(keys, axis=1)
@@ -492,13 +492,13 @@ def _generate_estimate(timelines: _Timelines, size: np.ndarray, num_pairs: int) 
     """Phase 1: generate about as many jobs per worker as the budget needs.
 
     With mean job times ``D_w`` about ``sum_w N_w (1 + T / D_w)`` pairs are
-    dispatched by time ``T``: a first guess from :func:`_expected_job_time`,
+    dispatched by time ``T``: a first guess from :func:`expected_job_time`,
     then a top-up from the measured mean job times (one more vectorized pass).
     """
     rows = np.arange(size.shape[0])[:, None]
     worker_ids = np.arange(size.shape[1])[None, :]
     remaining = np.maximum(num_pairs - size.sum(axis=1), 0)
-    job_time = _expected_job_time(timelines.games, timelines.lanes, timelines.settings)
+    job_time = expected_job_time(timelines.games, timelines.lanes, timelines.settings)
     job_time = job_time / timelines.speed
     horizon = remaining / (size / job_time).sum(axis=1)
     timelines.extend(np.floor(0.8 * (horizon[:, None] / job_time)).astype(np.int64) + 1)
@@ -549,7 +549,7 @@ def _order_and_cut(timelines: _Timelines, size: np.ndarray, num_pairs: int) -> _
     keys = np.where(generated, start, np.inf)
     keys[:, :, 0] = np.arange(n_workers) - n_workers  # time-0 jobs first, in worker order
     keys = keys.reshape(n_seeds, -1)
-    order = _sort_rows(keys)
+    order = sort_rows(keys)
     order_w, order_k = np.divmod(order, cap)
     pairs = size[rows[:, None], order_w]
     before = np.cumsum(pairs, axis=1) - pairs
@@ -657,7 +657,7 @@ def async_schedule(
 
     # Phase 4b: the arrival order, (arrival time, worker); padding last, then -1.
     job_worker = np.where(valid, order_w, -1)
-    arrival_job = _sort_rows(np.where(valid, job_arrival, np.inf), tiebreak=job_worker)
+    arrival_job = sort_rows(np.where(valid, job_arrival, np.inf), tiebreak=job_worker)
     arrival_job = np.where(valid, arrival_job, -1)
     n_workers = settings.num_workers
     return Schedule(

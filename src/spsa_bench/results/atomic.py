@@ -147,7 +147,7 @@ def array_encoding(dtype: np.dtype, ndim: int, compress: bool) -> dict | None:
     return {**codec, "fletcher32": True}
 
 
-def _encoding(ds: xr.Dataset, compress: bool = True) -> dict:
+def dataset_encoding(ds: xr.Dataset, compress: bool = True) -> dict:
     """:func:`array_encoding` of every variable of ``ds`` that has one."""
     encodings = {
         name: array_encoding(var.dtype, var.ndim, compress) for name, var in ds.variables.items()
@@ -170,7 +170,7 @@ def write_atomic(ds: xr.Dataset, path: str | Path, *, compress: bool = True) -> 
     from spsa_bench.results.cf import labels_to_auxiliary
 
     ds = labels_to_auxiliary(ds)
-    encoding = _encoding(ds, compress)
+    encoding = dataset_encoding(ds, compress)
 
     def write(tmp: str) -> None:
         try:

@@ -91,7 +91,7 @@ def cell_dataset(parts: list[xr.Dataset], key: tuple[str, ...]) -> tuple[xr.Data
     return cell.expand_dims({d: [v] for d, v in zip(CELL_DIMS, key, strict=True)}), arm
 
 
-def _arm_coords(arms: dict[str, dict[str, xr.DataArray]]) -> dict[str, tuple]:
+def optimizer_coords(arms: dict[str, dict[str, xr.DataArray]]) -> dict[str, tuple]:
     """``{name: ("optimizer", values, attrs)}`` over the optimizers in ``arms``, gaps filled."""
     names = sorted({name for arm in arms.values() for name in arm}, key=lambda n: (n != "kind", n))
     coords = {}
@@ -137,7 +137,7 @@ def combine_cells(by_cell: Mapping[tuple, list[xr.Dataset]]) -> xr.Dataset:
     for key, parts in sorted(by_cell.items()):
         cell, arms[key[0]] = cell_dataset(parts, key)
         cells.append(cell)
-    coords = _arm_coords(arms)
+    coords = optimizer_coords(arms)
     # Worker pools differ in size (sync: 1 worker): pad the worker KPIs with NaN.
     n_workers = max(cell.sizes.get("worker", 0) for cell in cells)
     cells = [

@@ -24,16 +24,11 @@ from spsa_bench.results.runs import (  # noqa: F401 - the run contract, re-expor
     RUN_AXES,
     RUN_VARIABLES,
     THETA,
-    _variable,
     arm_coords,
+    cf_variable,
     instance_variables,
     run_layout,
 )
-
-
-def run_dataset(*args, **kwargs) -> xr.Dataset:
-    """:func:`spsa_bench.results.runs.run_layout` as an :class:`xarray.Dataset`."""
-    return run_layout(*args, **kwargs).to_dataset()
 
 
 def schedule_dataset(
@@ -64,10 +59,10 @@ def schedule_dataset(
         ),
     }
     data_vars = {
-        name: _variable(("seed", "job"), values, long_name, units)
+        name: cf_variable(("seed", "job"), values, long_name, units)
         for name, (values, long_name, units) in job_vars.items()
     }
-    data_vars["arrival_job"] = _variable(
+    data_vars["arrival_job"] = cf_variable(
         ("seed", "event"), schedule.arrival_job, "job arriving at this event (-1 = padding)"
     )
     data_vars |= {
@@ -75,9 +70,9 @@ def schedule_dataset(
         for name, (dims, values) in kpis.schedule_kpis(schedule).items()
     }
     coords = {
-        "seed": _variable(("seed",), schedule.seeds, "seed"),
-        "job": _variable(("job",), np.arange(schedule.max_jobs), "job index in dispatch order"),
-        "event": _variable(
+        "seed": cf_variable(("seed",), schedule.seeds, "seed"),
+        "job": cf_variable(("job",), np.arange(schedule.max_jobs), "job index in dispatch order"),
+        "event": cf_variable(
             ("event",), np.arange(schedule.arrival_job.shape[1]), "arrival index in time order"
         ),
     }

@@ -27,7 +27,7 @@ UNKNOWN = "unknown"
 
 
 #: The git queries :func:`start_git_state` started, per directory, until collected.
-_STARTED: dict[Path, tuple] = {}
+STARTED_GIT_QUERIES: dict[Path, tuple] = {}
 _REVISION = ("rev-parse", "HEAD")
 _DIFF = ("diff", "HEAD", "--no-ext-diff", "--binary")
 
@@ -59,14 +59,14 @@ def start_git_state(directory: Path | None = None) -> None:
     caller's work (a 1000-seed simulate would otherwise wait about 5 ms for them at the
     end); the next :func:`git_state` of ``directory`` collects them."""
     directory = directory or SOURCE_DIR
-    if directory not in _STARTED:
-        _STARTED[directory] = (_start(_REVISION, directory), _start(_DIFF, directory))
+    if directory not in STARTED_GIT_QUERIES:
+        STARTED_GIT_QUERIES[directory] = (_start(_REVISION, directory), _start(_DIFF, directory))
 
 
 def git_state(directory: Path | None = None) -> dict[str, str]:
     """``git_revision``, ``git_dirty`` (``"true"``/``"false"``) and ``git_diff_sha256``."""
     directory = directory or SOURCE_DIR
-    started = _STARTED.pop(directory, None)
+    started = STARTED_GIT_QUERIES.pop(directory, None)
     revision, diff = started or (_start(_REVISION, directory), _start(_DIFF, directory))
     revision, diff = _output(revision), _output(diff)
     if not revision or diff is None:

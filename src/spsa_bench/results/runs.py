@@ -106,7 +106,9 @@ def _param_values(params, name: str) -> np.ndarray:
     return np.array(values, dtype=object) if name == "param_group" else values
 
 
-def _variable(dims: tuple[str, ...], values, long_name: str, units: str | None = None) -> tuple:
+def cf_variable(dims: tuple[str, ...], values, long_name: str, units: str | None = None) -> tuple:
+    """``(dims, values, attrs)`` of one variable: its ``long_name`` and ``units`` (where
+    given) as CF attributes (:func:`spsa_bench.results.cf.cf_attrs`)."""
     attrs = {"long_name": long_name} if units is None else {"long_name": long_name, "units": units}
     return dims, values, cf_attrs(attrs)
 
@@ -178,7 +180,7 @@ def instance_variables(bowl: SeedBowls, theta_start: np.ndarray) -> dict[str, tu
     for name, value in values.items():
         long_name, units = INSTANCE_VARIABLES[name]
         dims = ("seed",) if value.ndim == 1 else ("seed", "param")
-        out[name] = _variable(dims, value, long_name, units)
+        out[name] = cf_variable(dims, value, long_name, units)
     return out
 
 
@@ -210,11 +212,11 @@ def run_layout(
     bowl, params = problem.bowl, problem.params
     run = _Run(result, bowl, bowl.elo(result.theta), seeds)
     data_vars = {
-        name: _variable(dims, values(run), long_name, units)
+        name: cf_variable(dims, values(run), long_name, units)
         for name, (dims, long_name, units, values) in RUN_VARIABLES.items()
     }
     data_vars |= {
-        name: _variable(("seed", "pairs", "param"), value, f"optimizer state {name}", THETA)
+        name: cf_variable(("seed", "pairs", "param"), value, f"optimizer state {name}", THETA)
         for name, value in result.extras.items()
     }
     data_vars |= {
@@ -225,11 +227,11 @@ def run_layout(
         value = getattr(result, name)
         if value is None:
             value = np.full(result.theta.shape[0], np.nan)
-        data_vars[name] = _variable(("seed",), value, long_name, "1")
+        data_vars[name] = cf_variable(("seed",), value, long_name, "1")
     if isinstance(bowl, SeedBowls):
         data_vars |= instance_variables(bowl, params.theta_start)
     coords = {
-        name: _variable(dims, values(run), long_name, units)
+        name: cf_variable(dims, values(run), long_name, units)
         for name, (dims, long_name, units, values) in RUN_AXES.items()
     }
     coords |= {

@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from spsa_bench.results.atomic import _encoding, atomic_write
+from spsa_bench.results.atomic import atomic_write, dataset_encoding
 from spsa_bench.results.cf import labels_to_auxiliary
 from spsa_bench.results.combine import (
     PARAM_PADDING,
@@ -225,7 +225,7 @@ def _write(
     import netCDF4
 
     body = labels_to_auxiliary(template)
-    body.to_netcdf(tmp, engine="netcdf4", format="NETCDF4", encoding=_encoding(body))
+    body.to_netcdf(tmp, engine="netcdf4", format="NETCDF4", encoding=dataset_encoding(body))
     with netCDF4.Dataset(tmp, "a") as nc:
         for dim in {d for variable in big.values() for d in variable.dims} - set(nc.dimensions):
             nc.createDimension(dim, sizes[dim])  # e.g. worker: only streamed variables span it
