@@ -74,12 +74,13 @@ def parameter_points(bench: Config) -> int:
     return trajectory_points(bench) * params
 
 
-def combine_mem_mb(bench: Config, chunks: int) -> int:
+def combine_mem_mb(bench: Config) -> int:
     """The streaming combine: about 120 MB, 0.25 MB per run file (its two-seed
     skeleton), 80 bytes per parameter point of one cell (a run file's data and the
     cell's chunks in HDF5's cache) and 100 bytes per cell x seed (the integer per-seed
     variables kept whole), fitted to 169 MB for 120 files of 100 seeds, 330 MB for 120
     of 1000 and 332 MB for the default grid's 795 of 100."""
+    chunks = -(-bench.seeds_count // bench.seeds_per_job)  # the seed chunks of each cell
     files = grid_cells(bench) * chunks
     one_cell = parameter_points(bench) / grid_cells(bench)
     cell_seeds = grid_cells(bench) * bench.seeds_count
@@ -137,7 +138,7 @@ def async_figures_runtime(bench: Config) -> int:
     return 2 + async_seed_pairs(bench) // 30_000_000
 
 
-def validation_runtime(validated: int) -> int:
+def validation_runtime(bench: Config, validated: int) -> int:
     """validate_optimizers: 2-3 s per validated arm measured, whatever the grid."""
     return 2 + validated // 4
 

@@ -16,8 +16,8 @@ rule combine:
         ENV
     threads: 1
     resources:
-        mem_mb=combine_mem_mb,
-        runtime=combine_runtime,
+        mem_mb=per_job(res.combine_mem_mb),
+        runtime=per_job(res.combine_runtime),
     params:
         order=grid_order(),
     script:
@@ -52,8 +52,8 @@ rule tables:
         ENV
     threads: 1
     resources:
-        mem_mb=report_mem_mb,
-        runtime=report_runtime,
+        mem_mb=per_job(res.report_mem_mb),
+        runtime=per_job(res.report_runtime),
     params:
         baseline=BENCH.baseline,
         targets=list(BENCH.targets),
@@ -79,8 +79,8 @@ rule tuning_runs:
         ENV
     threads: 1
     resources:
-        mem_mb=tuning_runs_mem_mb,
-        runtime=tuning_runs_runtime,
+        mem_mb=per_job(res.tuning_runs_mem_mb),
+        runtime=per_job(res.tuning_runs_runtime),
     params:
         settings=get_tuning_settings(),
     script:
@@ -107,7 +107,7 @@ rule tuned:
         ENV
     threads: 1
     resources:
-        mem_mb=tuned_mem_mb,
-        runtime=report_runtime,
+        mem_mb=per_job(res.tuned_mem_mb),
+        runtime=per_job(res.report_runtime),
     script:
         "../scripts/tuned.py"

@@ -24,7 +24,6 @@ from spsa_bench.config.loader import (
     check_config_file,
     read_yaml,
     resolve,
-    scenario_param_count,
     validate_raw,
 )
 from spsa_bench.optimizers import REGISTRY
@@ -121,7 +120,6 @@ wildcard_constraints:
 # ---------------------------------------------------------------- simulate
 
 
-
 def _cells(arms, wildcards):
     """Only what these cells' runs depend on, ``{arm: cell}`` in output order: the
     params rerun trigger sees exactly it."""
@@ -174,17 +172,15 @@ def get_schedule(wildcards):
 JOB_OVERHEAD_MB = res.JOB_OVERHEAD_MB
 
 
-def simulate_mem_mb(wildcards):
-    return res.simulate_mem_mb(BENCH, wildcards)
+def per_job(formula, *args):
+    """A resource of each job of a rule: ``formula(BENCH, *args)``, a function of
+    spsa_bench.job_resources."""
+    return lambda wildcards: formula(BENCH, *args)
 
 
-def simulate_runtime(wildcards):
-    return res.simulate_runtime(BENCH, wildcards)
-
-
-def sweep_runtime(arms):
-    """A sweep's job: one simulate per arm after one start-up."""
-    return lambda wildcards: res.sweep_runtime(BENCH, wildcards, arms)
+def per_chunk(formula, *args):
+    """A resource of a per-seed-chunk job: ``formula(BENCH, wildcards, *args)``."""
+    return lambda wildcards: formula(BENCH, wildcards, *args)
 
 
 # ---------------------------------------------------------------- aggregate
@@ -206,50 +202,6 @@ def get_schedule_files(wildcards=None):
         for batch_mode in ASYNC_MODES
         for a, b in CHUNKS
     ]
-
-
-def schedule_mem_mb(wildcards):
-    return res.schedule_mem_mb(BENCH, wildcards)
-
-
-def combine_mem_mb(wildcards):
-    return res.combine_mem_mb(BENCH, len(CHUNKS))
-
-
-def combine_runtime(wildcards):
-    return res.combine_runtime(BENCH)
-
-
-def report_mem_mb(wildcards):
-    return res.report_mem_mb(BENCH)
-
-
-def figures_mem_mb(wildcards):
-    return res.figures_mem_mb(BENCH)
-
-
-def ranking_mem_mb(wildcards):
-    return res.ranking_mem_mb(BENCH)
-
-
-def tuned_mem_mb(wildcards):
-    return res.tuned_mem_mb(BENCH)
-
-
-def report_runtime(wildcards):
-    return res.report_runtime(BENCH)
-
-
-def async_figures_mem_mb(wildcards):
-    return res.async_figures_mem_mb(BENCH)
-
-
-def async_figures_runtime(wildcards):
-    return res.async_figures_runtime(BENCH)
-
-
-def validation_runtime(wildcards):
-    return res.validation_runtime(len(VALIDATED))
 
 
 def validation_settings():
@@ -332,41 +284,6 @@ def get_tuning_settings():
     """The tuning rule's rerun trigger: the whole resolved configuration (the tuning
     runs depend on every swept arm, scenario and batch mode)."""
     return BENCH.to_json()
-
-
-def tuning_runs_mem_mb(wildcards):
-    return res.tuning_runs_mem_mb(BENCH)
-
-
-def tuning_runs_runtime(wildcards):
-    return res.tuning_runs_runtime(BENCH)
-
-
-# ---------------------------------------------------------------- studies
-
-
-def study_report(output, caption_dir="../report"):
-    """A study's output path, wrapped in report() when the report shows it."""
-    if output.caption is None:
-        return output.path
-    return report(
-        output.path,
-        caption=f"{caption_dir}/{output.caption}",
-        category=output.category,
-        labels=output.labels,
-    )
-
-
-def study_outputs(row):
-    return {output.name: study_report(output) for output in row.outputs}
-
-
-def study_mem_mb(row):
-    return lambda wildcards: res.study_mem_mb(BENCH, row)
-
-
-def study_runtime(row):
-    return lambda wildcards: res.study_runtime(BENCH, row)
 
 
 def get_noise_settings():

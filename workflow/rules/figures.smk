@@ -33,8 +33,8 @@ rule convergence_figures:
         ENV
     threads: 1
     resources:
-        mem_mb=figures_mem_mb,
-        runtime=report_runtime,
+        mem_mb=per_job(res.figures_mem_mb),
+        runtime=per_job(res.report_runtime),
     params:
         targets=list(BENCH.targets),
     script:
@@ -71,8 +71,8 @@ rule comparison_figures:
         ENV
     threads: 1
     resources:
-        mem_mb=figures_mem_mb,
-        runtime=report_runtime,
+        mem_mb=per_job(res.figures_mem_mb),
+        runtime=per_job(res.report_runtime),
     params:
         baseline=BENCH.baseline,
     script:
@@ -105,8 +105,8 @@ rule async_figures:
         ENV
     threads: 1
     resources:
-        mem_mb=async_figures_mem_mb,
-        runtime=async_figures_runtime,
+        mem_mb=per_job(res.async_figures_mem_mb),
+        runtime=per_job(res.async_figures_runtime),
     params:
         modes=ASYNC_MODES,
     script:
@@ -154,8 +154,8 @@ rule ranking:
         ENV
     threads: 1
     resources:
-        mem_mb=ranking_mem_mb,
-        runtime=report_runtime,
+        mem_mb=per_job(res.ranking_mem_mb),
+        runtime=per_job(res.report_runtime),
     params:
         targets=list(BENCH.targets),
         baseline=BENCH.baseline,
@@ -188,8 +188,8 @@ rule sensitivity:
         ENV
     threads: 1
     resources:
-        mem_mb=report_mem_mb,
-        runtime=report_runtime,
+        mem_mb=per_job(res.report_mem_mb),
+        runtime=per_job(res.report_runtime),
     params:
         sweeps=SWEEPS,
     script:

@@ -17,8 +17,8 @@ rule schedule:
         ENV
     threads: 1
     resources:
-        mem_mb=schedule_mem_mb,
-        runtime=simulate_runtime,
+        mem_mb=per_chunk(res.schedule_mem_mb),
+        runtime=per_chunk(res.simulate_runtime),
     params:
         settings=get_schedule_settings,
     script:
@@ -42,8 +42,8 @@ rule simulate:
         ENV
     threads: 1
     resources:
-        mem_mb=simulate_mem_mb,
-        runtime=simulate_runtime,
+        mem_mb=per_chunk(res.simulate_mem_mb),
+        runtime=per_chunk(res.simulate_runtime),
     params:
         cells=get_cell_settings,
     script:
@@ -72,8 +72,8 @@ for _sweep, _arms in SWEEP_ARMS.items():
             ENV
         threads: 1
         resources:
-            mem_mb=simulate_mem_mb,
-            runtime=sweep_runtime(len(_arms)),
+            mem_mb=per_chunk(res.simulate_mem_mb),
+            runtime=per_chunk(res.sweep_runtime, len(_arms)),
         params:
             cells=get_sweep_settings(_arms),
         script:

@@ -6,6 +6,22 @@
 # priority -10 beside the grid.
 
 
+def study_report(output, caption_dir="../report"):
+    """A study's output path, wrapped in report() when the report shows it."""
+    if output.caption is None:
+        return output.path
+    return report(
+        output.path,
+        caption=f"{caption_dir}/{output.caption}",
+        category=output.category,
+        labels=output.labels,
+    )
+
+
+def study_outputs(row):
+    return {output.name: study_report(output) for output in row.outputs}
+
+
 for _key, _row in STUDIES.items():
 
     rule:
@@ -22,8 +38,8 @@ for _key, _row in STUDIES.items():
             ENV
         threads: 1
         resources:
-            mem_mb=study_mem_mb(_row),
-            runtime=study_runtime(_row),
+            mem_mb=per_job(res.study_mem_mb, _row),
+            runtime=per_job(res.study_runtime, _row),
         params:
             settings=grid.to_json(STUDY_SETTINGS.get(_key)),
         script:

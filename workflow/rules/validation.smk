@@ -31,7 +31,7 @@ rule validate_optimizers:
     threads: 1
     resources:
         mem_mb=JOB_OVERHEAD_MB + 330,  # 246 MB measured at most
-        runtime=validation_runtime,
+        runtime=per_job(res.validation_runtime, len(VALIDATED)),
     params:
         arms=validation_settings(),
     script:
