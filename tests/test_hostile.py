@@ -494,7 +494,7 @@ def test_a_full_disk_keeps_the_previous_file(tmp_path):
 
     result = cli("simulate", "--config", str(config), "--optimizer", "spsa", "--batch-mode",
                  "sync", "--scenario", "calibrated", "--seeds", "0-3", "--output", "out.nc",
-                 cwd=tmp_path, extra_limit=tiny_files)  # fmt: skip
+                 "--force", cwd=tmp_path, extra_limit=tiny_files)  # fmt: skip
     refused(result, "out.nc", status=1)
     assert (tmp_path / "out.nc").read_bytes() == before
     assert listing(tmp_path) == ["config.yaml", "out.nc"]

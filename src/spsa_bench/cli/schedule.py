@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from spsa_bench.cli.common import add_config, check_output, check_run_memory, load, pick, seeds
+from spsa_bench.cli.overwrite import add_force, refuse_existing
 
 
 def add_parser(sub) -> None:
@@ -16,6 +17,7 @@ def add_parser(sub) -> None:
     p.add_argument("--batch-mode", required=True, help="batch mode name from the config")
     p.add_argument("--seeds", help="FIRST-LAST inclusive (default: the config's seeds)")
     p.add_argument("--output", required=True, help="NetCDF file to write (atomically)")
+    add_force(p)
     p.add_argument("--quiet", action="store_true", help="no summary on stderr")
     p.set_defaults(func=run)
 
@@ -26,6 +28,7 @@ def run(args: argparse.Namespace) -> int:
     from spsa_bench.results.datasets import schedule_dataset
 
     check_output(args)
+    refuse_existing(args.output, args.force)
     config = load(args)
     mode = pick(config, "batch_mode", "--batch-mode", args.batch_mode)
     chosen = seeds(args, config)

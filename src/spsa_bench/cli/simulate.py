@@ -17,6 +17,7 @@ from spsa_bench.cli.common import (
     pick,
     seeds,
 )
+from spsa_bench.cli.overwrite import add_force, refuse_existing
 
 
 def add_parser(sub) -> None:
@@ -37,6 +38,7 @@ def add_parser(sub) -> None:
     )
     p.add_argument("--seeds", help="FIRST-LAST inclusive, e.g. 0-99 (default: the config's seeds)")
     p.add_argument("--output", required=True, help="NetCDF file to write (atomically)")
+    add_force(p)
     p.add_argument("--quiet", action="store_true", help="no progress or summary on stderr")
     p.add_argument(
         "--timings",
@@ -53,6 +55,7 @@ def run(args: argparse.Namespace) -> int:
     from spsa_bench.results.provenance import start_git_state
 
     check_output(args)
+    refuse_existing(args.output, args.force)
     config = load(args)
     chosen = seeds(args, config)
     config, optimizer = arm_for(config, args.optimizer, quiet=args.quiet)
