@@ -57,6 +57,43 @@ print(len(core), "heavy:" + ",".join(heavy))
     assert int(count) > 20 and heavy == "heavy:"
 
 
+def test_no_module_but_the_command_line_chooses_a_matplotlib_backend(repo_root):
+    """Figure functions draw with the caller's backend; only cli/ (the command line,
+    drawing to files) picks one."""
+    import ast
+
+    package = repo_root / "src" / "spsa_bench"
+    switching = []
+    for path in package.rglob("*.py"):
+        if path.relative_to(package).parts[0] == "cli":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            call = node.func if isinstance(node, ast.Call) else None
+            if (
+                isinstance(call, ast.Attribute)
+                and call.attr in {"use", "switch_backend"}
+                and isinstance(call.value, ast.Name)
+                and call.value.id in {"matplotlib", "mpl", "plt"}
+            ):
+                switching.append(f"{path.relative_to(package)}:{node.lineno}")
+    assert not switching, switching
+
+
+def test_drawing_a_study_figure_keeps_the_callers_backend():
+    code = """
+import matplotlib
+matplotlib.use("svg")
+import pandas as pd
+from spsa_bench.analysis.sensitivity import sensitivity_figure
+table = pd.DataFrame({"sweep": ["s", "s"], "batch_mode": ["sync", "sync"],
+                      "scenario": ["a", "a"], "value": [1.0, 2.0], "loss_mean": [3.0, 2.0],
+                      "hyperparameter": ["r_end", "r_end"]})
+sensitivity_figure(table)
+print(matplotlib.get_backend())
+"""
+    assert _run_python(code) == "svg"
+
+
 def test_importing_the_figures_keeps_the_callers_backend():
     code = """
 import matplotlib

@@ -17,7 +17,7 @@ import pandas as pd
 import xarray as xr
 
 from spsa_bench.analysis import stats
-from spsa_bench.analysis.tables import _interval, markdown_table
+from spsa_bench.analysis.tables import interval, markdown_table
 
 LEVEL = 0.95
 AS_CONFIGURED = "as configured"
@@ -119,8 +119,8 @@ def budget_markdown(table: pd.DataFrame, ds: xr.Dataset) -> str:
     baseline = str(ds.attrs["baseline"])
     pct = f"{LEVEL:.0%}"
     t = table.copy()
-    t["loss_ci"] = _interval(t, "loss_low", "loss_high")
-    t["diff_ci"] = _interval(t, "diff_low", "diff_high")
+    t["loss_ci"] = interval(t, "loss_low", "loss_high")
+    t["diff_ci"] = interval(t, "diff_low", "diff_high")
     t["at_edge"] = np.where(t["at_edge"], "yes", "")
     first, count = int(ds.attrs["tuning_seeds_first"]), int(ds.attrs["tuning_seeds_count"])
     tuning = f"tuning seeds {first}..{first + count - 1}" if count else "no tuning seeds"
@@ -191,17 +191,14 @@ def _draw_arm(top, bottom, rows, colour, dash, baseline: bool) -> None:
 def budget_figure(ds: xr.Dataset):
     """The budget figure: final loss (top) and paired difference to the baseline
     (bottom) against the budget, log x axis, a column per scenario."""
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt
     from matplotlib.ticker import NullLocator
 
     from spsa_bench.analysis.figures import (
-        _grid,
-        _plain_log_ticks,
         optimizer_dashes,
         optimizer_palette,
+        panel_grid,
+        plain_log_ticks,
     )
 
     table = budget_table(ds)
@@ -210,7 +207,9 @@ def budget_figure(ds: xr.Dataset):
     scenarios = [str(s) for s in ds["scenario"].values]
     budgets = [int(b) for b in ds["budget"].values]
     palette, dashes = optimizer_palette(arms), optimizer_dashes(arms)
-    fig, axes = _grid(2, len(scenarios), width=4.0, height=3.2, sharex=True, layout="constrained")
+    fig, axes = panel_grid(
+        2, len(scenarios), width=4.0, height=3.2, sharex=True, layout="constrained"
+    )
     for j, scenario in enumerate(scenarios):
         top, bottom = axes[0, j], axes[1, j]
         for arm in arms:
@@ -221,7 +220,7 @@ def budget_figure(ds: xr.Dataset):
         top.annotate("mean loss at the start", (0.02, start), xycoords=("axes fraction", "data"),
                      va="top", fontsize="small", color="0.3")  # fmt: skip
         top.set_yscale("log")
-        _plain_log_ticks(top, "y")
+        plain_log_ticks(top, "y")
         top.set_title(scenario)
         bottom.axhline(0.0, color="0.3", lw=0.8)
         bottom.set_xlabel("budget (game pairs, log scale)")

@@ -14,7 +14,7 @@ import pandas as pd
 import xarray as xr
 
 from spsa_bench.analysis import stats
-from spsa_bench.analysis.tables import _interval, markdown_table
+from spsa_bench.analysis.tables import interval, markdown_table
 
 LEVEL = 0.95
 
@@ -63,8 +63,8 @@ def cend_markdown(table: pd.DataFrame, ds: xr.Dataset) -> str:
     """The table as Markdown, with what it measures and under which assumptions."""
     baseline = str(ds.attrs["baseline"])
     t = table.copy()
-    t["loss_ci"] = _interval(t, "loss_low", "loss_high")
-    t["diff_ci"] = _interval(t, "diff_low", "diff_high")
+    t["loss_ci"] = interval(t, "loss_low", "loss_high")
+    t["diff_ci"] = interval(t, "diff_low", "diff_high")
     pct = f"{LEVEL:.0%}"
     lines = [
         "# The c_end study: equal and swapped integers (fishtest #1912, #1929)",
@@ -103,9 +103,6 @@ def cend_markdown(table: pd.DataFrame, ds: xr.Dataset) -> str:
 
 def cend_figure(ds: xr.Dataset):
     """Final loss (left) and paired difference to the baseline (right) against c_end."""
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt
 
     from spsa_bench.analysis.figures import optimizer_palette

@@ -93,7 +93,8 @@ def _say_no_async(axes) -> None:
         )
 
 
-def _style() -> None:
+def set_style() -> None:
+    """The benchmark figures' seaborn theme (whitegrid, notebook context, fonts at 0.85)."""
     sns.set_theme(context="notebook", style="whitegrid", font_scale=0.85)
 
 
@@ -104,7 +105,11 @@ def save(fig: plt.Figure, png: str | Path, svg: str | Path, dpi: int = 110) -> N
     plt.close(fig)
 
 
-def _legend(fig: plt.Figure, palette: Mapping[str, tuple], title: str = "optimizer") -> None:
+def optimizer_legend(
+    fig: plt.Figure, palette: Mapping[str, tuple], title: str = "optimizer"
+) -> None:
+    """One legend right of the figure: a line per arm of ``palette`` in its colour and
+    line style (:func:`optimizer_dashes`)."""
     dashes = optimizer_dashes(list(palette))
     handles = [
         plt.Line2D([], [], color=c, ls=dashes[n], lw=2.0, label=n) for n, c in palette.items()
@@ -118,7 +123,7 @@ def _labels(ds: xr.Dataset, dim: str) -> list[str]:
     return [str(v) for v in ds[dim].values]
 
 
-def _plain_log_ticks(ax, axis: str = "y", minor: bool = True) -> None:
+def plain_log_ticks(ax, axis: str = "y", minor: bool = True) -> None:
     """Log-scale tick labels as plain numbers (0.5, 1, 2, 5) instead of powers of ten."""
     target = ax.yaxis if axis == "y" else ax.xaxis
     target.set_major_formatter(mticker.FuncFormatter(lambda v, _: f"{v:g}"))
@@ -136,7 +141,9 @@ def _leading_digit(value: float) -> int:
     return int(round(value / 10 ** np.floor(np.log10(value))))
 
 
-def _grid(rows: int, cols: int, width: float = 3.3, height: float = 2.6, **kwargs):
+def panel_grid(rows: int, cols: int, width: float = 3.3, height: float = 2.6, **kwargs):
+    """``rows`` x ``cols`` panels of ``width`` x ``height`` inches each; ``axes`` is always
+    2-D (``squeeze=False``); ``kwargs`` go to :func:`matplotlib.pyplot.subplots`."""
     fig, axes = plt.subplots(
         rows, cols, figsize=(width * cols, height * rows), squeeze=False, **kwargs
     )
@@ -180,7 +187,7 @@ def wrapped_grid(
 
 def convergence(ds: xr.Dataset) -> plt.Figure:
     """Median Elo loss and its 25-75% band over seeds against pairs; one panel per batch mode x scenario."""
-    _style()
+    set_style()
     optimizers, modes, scenarios = (
         _labels(ds, "optimizer"),
         _labels(ds, "batch_mode"),
@@ -189,7 +196,7 @@ def convergence(ds: xr.Dataset) -> plt.Figure:
     palette, dashes = optimizer_palette(optimizers), optimizer_dashes(optimizers)
     loss = ds["elo_loss"]
     pairs = ds["pairs"].values
-    fig, axes = _grid(len(modes), len(scenarios), sharex=True, sharey=True)
+    fig, axes = panel_grid(len(modes), len(scenarios), sharex=True, sharey=True)
     for i, mode in enumerate(modes):
         for j, scenario in enumerate(scenarios):
             ax = axes[i, j]
@@ -203,7 +210,7 @@ def convergence(ds: xr.Dataset) -> plt.Figure:
                 ax.fill_between(pairs, q[0], q[2], color=colour, alpha=0.18, lw=0)
                 ax.plot(pairs, q[1], color=colour, ls=dashes[optimizer], lw=1.4)
             ax.set_yscale("log")
-            _plain_log_ticks(ax)
+            plain_log_ticks(ax)
             ax.set_title(f"{mode} · {scenario}")
             if i == len(modes) - 1:
                 ax.set_xlabel("game pairs")
@@ -211,7 +218,7 @@ def convergence(ds: xr.Dataset) -> plt.Figure:
                 ax.set_ylabel("Elo loss [Elo]")
     fig.suptitle("Convergence: median Elo loss over seeds (band: 25–75% of seeds)", y=1.0)
     fig.tight_layout()
-    _legend(fig, palette)
+    optimizer_legend(fig, palette)
     return fig
 
 
@@ -221,12 +228,12 @@ def ecdf_pairs_to_target(ds: xr.Dataset, targets: Sequence[float]) -> plt.Figure
     Runs that never reach a target count in the denominator, so a curve ends at
     the share of (scenario, seed, target) runs that reached their target.
     """
-    _style()
+    set_style()
     optimizers, modes = _labels(ds, "optimizer"), _labels(ds, "batch_mode")
     palette, dashes = optimizer_palette(optimizers), optimizer_dashes(optimizers)
     hits = hits_to_targets(ds, targets)
     budget = float(ds["pairs"].values[-1])
-    fig, axes = _grid(1, len(modes), width=4.0, height=3.2, sharey=True)
+    fig, axes = panel_grid(1, len(modes), width=4.0, height=3.2, sharey=True)
     for j, mode in enumerate(modes):
         ax = axes[0, j]
         for optimizer in optimizers:
@@ -241,7 +248,7 @@ def ecdf_pairs_to_target(ds: xr.Dataset, targets: Sequence[float]) -> plt.Figure
             )
             ax.step(x, y, where="post", color=palette[optimizer], ls=dashes[optimizer], lw=1.6)
         ax.set_xscale("log")
-        _plain_log_ticks(ax, "x")
+        plain_log_ticks(ax, "x")
         ax.set_ylim(0, 1.02)
         ax.set_title(mode)
         ax.set_xlabel("game pairs (log scale)")
@@ -253,7 +260,7 @@ def ecdf_pairs_to_target(ds: xr.Dataset, targets: Sequence[float]) -> plt.Figure
         y=1.02,
     )
     fig.tight_layout()
-    _legend(fig, palette)
+    optimizer_legend(fig, palette)
     return fig
 
 
@@ -290,7 +297,7 @@ def final_loss(ds: xr.Dataset) -> plt.Figure:
     are NaN where its kind has no such hyperparameter, which says nothing about its
     losses.
     """
-    _style()
+    set_style()
     optimizers, modes, scenarios = (
         _labels(ds, "optimizer"),
         _labels(ds, "batch_mode"),
@@ -315,7 +322,7 @@ def final_loss(ds: xr.Dataset) -> plt.Figure:
             jitter = rng.uniform(-0.25, 0.25, size=loss.size)
             ax.scatter(position + jitter, loss, s=size, color=colour, alpha=0.55, lw=0, zorder=3)
         ax.set_yscale("log")
-        _plain_log_ticks(ax)
+        plain_log_ticks(ax)
         ax.set_xlim(-0.6, len(optimizers) - 0.4)
         ax.set_xticks(range(len(optimizers)), optimizers, rotation=70, ha="right")
         ax.set_title(f"{mode} · {scenario}")
@@ -325,7 +332,7 @@ def final_loss(ds: xr.Dataset) -> plt.Figure:
         "Final Elo loss after the whole budget (box: quartiles; points: seeds; log scale)", y=1.0
     )
     fig.tight_layout()
-    _legend(fig, palette)
+    optimizer_legend(fig, palette)
     return fig
 
 
@@ -346,7 +353,7 @@ def paired_difference(
     ``table`` is the convergence table; cells marked ``*`` stay significant
     after Holm's correction.
     """
-    _style()
+    set_style()
     t = table[table["optimizer"] != baseline].copy()
     t["cell"] = t["batch_mode"] + " · " + t["scenario"]
     cells = list(dict.fromkeys(t["cell"]))
@@ -393,8 +400,8 @@ def paired_difference(
 
 def async_staleness(schedules: Mapping[str, xr.Dataset]) -> plt.Figure:
     """Job staleness per asynchronous batch mode: histogram over jobs and per-seed quantiles."""
-    _style()
-    fig, axes = _grid(1, 2, width=5.0, height=3.4)
+    set_style()
+    fig, axes = panel_grid(1, 2, width=5.0, height=3.4)
     colours = dict(zip(schedules, BATCH_MODE_COLOURS, strict=False))
     if not schedules:
         _say_no_async(axes[0])
@@ -423,7 +430,7 @@ def async_staleness(schedules: Mapping[str, xr.Dataset]) -> plt.Figure:
                     {"batch mode": mode, "statistic": name.removeprefix("staleness_"), "pairs": v}
                 )
     axes[0, 0].set_xscale("log")
-    _plain_log_ticks(axes[0, 0], "x", minor=False)
+    plain_log_ticks(axes[0, 0], "x", minor=False)
     axes[0, 0].set_xlabel("staleness of a job [pairs arrived while it ran] (log scale)")
     axes[0, 0].set_ylabel("fraction of jobs per bin")
     axes[0, 0].set_title("All jobs of all seeds")
@@ -463,9 +470,9 @@ def async_workers(schedules: Mapping[str, xr.Dataset]) -> plt.Figure:
     ``schedules`` maps a batch mode to its schedule dataset (``concurrency``,
     ``speed_factor`` and ``pairs_processed`` with dims seed, worker).
     """
-    _style()
+    set_style()
     modes = list(schedules)
-    fig, axes = _grid(max(len(modes), 1), 2, width=4.6, height=3.2)
+    fig, axes = panel_grid(max(len(modes), 1), 2, width=4.6, height=3.2)
     if not modes:
         _say_no_async(axes[0])
         return fig

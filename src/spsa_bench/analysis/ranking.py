@@ -31,8 +31,8 @@ import xarray as xr
 from spsa_bench.analysis.stats import seeds_needed
 from spsa_bench.analysis.tables import (
     BOOTSTRAP_SEED,
-    _interval,
     hits_to_targets,
+    interval,
     markdown_table,
 )
 
@@ -145,7 +145,7 @@ def profile_figure(profile: pd.DataFrame):
 
     from spsa_bench.analysis import figures
 
-    figures._style()
+    figures.set_style()
     arms = list(dict.fromkeys(profile["arm"]))
     palette, dashes = figures.optimizer_palette(arms), figures.optimizer_dashes(arms)
     fig, ax = plt.subplots(figsize=(5.2, 3.6))
@@ -153,7 +153,7 @@ def profile_figure(profile: pd.DataFrame):
         one = profile[profile["arm"] == arm].sort_values("tau")
         ax.step(one["tau"], one["rho"], where="post", color=palette[arm], ls=dashes[arm], lw=1.6)
     ax.set_xscale("log")
-    figures._plain_log_ticks(ax, "x")
+    figures.plain_log_ticks(ax, "x")
     ax.set_ylim(-0.02, 1.02)
     ax.set_xlabel("τ: mean final loss / best arm's mean final loss (log scale)")
     ax.set_ylabel("share of problems with ratio ≤ τ")
@@ -161,7 +161,7 @@ def profile_figure(profile: pd.DataFrame):
     count = f" over {n} problems (scenario × batch mode)" if n is not None else ""
     ax.set_title(f"Performance profile of the mean final Elo loss{count}", fontsize="medium")
     fig.tight_layout()
-    figures._legend(fig, palette)
+    figures.optimizer_legend(fig, palette)
     return fig
 
 
@@ -219,7 +219,7 @@ def aggregated_ecdf_figure(ecdf: pd.DataFrame, targets: Sequence[float] | None =
 
     from spsa_bench.analysis import figures
 
-    figures._style()
+    figures.set_style()
     targets = targets if targets is not None else ecdf.attrs.get("targets")
     arms = list(dict.fromkeys(ecdf["arm"]))
     palette, dashes = figures.optimizer_palette(arms), figures.optimizer_dashes(arms)
@@ -230,7 +230,7 @@ def aggregated_ecdf_figure(ecdf: pd.DataFrame, targets: Sequence[float] | None =
             one["pairs"], one["fraction"], where="post", color=palette[arm], ls=dashes[arm], lw=1.6
         )
     ax.set_xscale("log")
-    figures._plain_log_ticks(ax, "x")
+    figures.plain_log_ticks(ax, "x")
     ax.set_ylim(-0.02, 1.02)
     ax.set_xlabel("game pairs (log scale)")
     ax.set_ylabel("fraction of (problem, seed, target) solved")
@@ -239,7 +239,7 @@ def aggregated_ecdf_figure(ecdf: pd.DataFrame, targets: Sequence[float] | None =
     )
     ax.set_title(f"Runtime ECDF over all problems{label}", fontsize="medium")
     fig.tight_layout()
-    figures._legend(fig, palette)
+    figures.optimizer_legend(fig, palette)
     return fig
 
 
@@ -393,7 +393,7 @@ def rank_markdown(table: pd.DataFrame) -> str:
         "",
     ]
     t = table.copy()
-    t["interval"] = _interval(t, "rank_low", "rank_high", 2)
+    t["interval"] = interval(t, "rank_low", "rank_high", 2)
     for mode in dict.fromkeys(t["batch_mode"]):
         one = t[t["batch_mode"] == mode]
         parts += [_mode_heading(one), ""]

@@ -56,9 +56,6 @@ def sensitivity_figure(table: pd.DataFrame):
     order, wrapped into rows (:func:`spsa_bench.analysis.figures.wrapped_grid`: with three
     batch modes a row is a sweep), a line per scenario; log axes where the values span
     more than a factor of 10 (the x axis) or 30 (the loss)."""
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt
     from matplotlib.ticker import NullLocator
 

@@ -335,7 +335,9 @@ def markdown_table(frame: pd.DataFrame, columns: dict[str, str], digits: int = 3
     return "\n".join(lines)
 
 
-def _interval(frame: pd.DataFrame, low: str, high: str, digits: int = 3) -> pd.Series:
+def interval(frame: pd.DataFrame, low: str, high: str, digits: int = 3) -> pd.Series:
+    """Each row's interval as text, ``"[low, high]"``, from columns ``low`` and ``high``
+    (numbers as the tables print them, ``digits`` significant digits)."""
     return pd.Series(
         [
             f"[{_format(a, digits)}, {_format(b, digits)}]"
@@ -384,8 +386,8 @@ def convergence_markdown(
         t["seeds_txt"] = [
             f"{int(v):,}" if np.isfinite(v) else "–" for v in t["seeds_needed"].astype(float)
         ]
-    t["final_ci"] = _interval(t, "final_loss_ci_low", "final_loss_ci_high")
-    t["diff_ci"] = _interval(t, "diff_elo_ci_low", "diff_elo_ci_high")
+    t["final_ci"] = interval(t, "final_loss_ci_low", "final_loss_ci_high")
+    t["diff_ci"] = interval(t, "diff_elo_ci_low", "diff_elo_ci_high")
     t["mark"] = np.where(t["significant"], "*", "")
     pct = f"{100 * level:g}%"
     parts = [
@@ -539,7 +541,7 @@ def _runtime_markdown(t: pd.DataFrame, targets) -> str:
     columns = {"batch_mode": "batch mode", "scenario": "scenario", "optimizer": "optimizer"}
     for fraction in targets:
         label = target_label(fraction)
-        t[f"art_iv_{label}"] = _interval(t, f"aRT_q10_{label}", f"aRT_q90_{label}", 0)
+        t[f"art_iv_{label}"] = interval(t, f"aRT_q10_{label}", f"aRT_q90_{label}", 0)
         t[f"reached_txt_{label}"] = [
             f"{r}/{n}" for r, n in zip(t[f"reached_{label}"], t["n_seeds"], strict=True)
         ]

@@ -23,7 +23,7 @@ import pandas as pd
 import xarray as xr
 
 from spsa_bench.analysis import stats
-from spsa_bench.analysis.tables import _interval, markdown_table
+from spsa_bench.analysis.tables import interval, markdown_table
 from spsa_bench.studies.tuning import pick_settings
 
 LEVEL = 0.95
@@ -212,8 +212,8 @@ def tuned_markdown(table: pd.DataFrame, choice: pd.DataFrame) -> str:
     t = table.copy()
     t["in_family"] = t["in_family"].map({True: "yes", False: "no"})
     t["at_edge"] = t["at_edge"].map({True: "edge", False: ""})
-    t["loss_ci"] = _interval(t, "loss_low", "loss_high")
-    t["diff_ci"] = _interval(t, "diff_low", "diff_high")
+    t["loss_ci"] = interval(t, "loss_low", "loss_high")
+    t["diff_ci"] = interval(t, "diff_low", "diff_high")
     pct = f"{LEVEL:.0%}"
     first = int(attrs.get("tuning_seeds_first", -1))
     count = int(attrs.get("tuning_seeds_count", 0))

@@ -21,7 +21,7 @@ import pandas as pd
 import xarray as xr
 
 from spsa_bench.analysis import stats
-from spsa_bench.analysis.tables import _interval, markdown_table
+from spsa_bench.analysis.tables import interval, markdown_table
 
 LEVEL = 0.95
 #: A panel's y axis becomes symlog when its values span more than this factor.
@@ -151,8 +151,8 @@ def _safe_markdown(safe: pd.DataFrame, reference: str) -> str:
 def _every_count_markdown(table: pd.DataFrame, reference: str, margin: float, pct: str) -> str:
     """One row per scenario, arm and pool size."""
     t = table.copy()
-    t["loss_ci"] = _interval(t, "loss_low", "loss_high")
-    t["diff_ci"] = _interval(t, "diff_low", "diff_high")
+    t["loss_ci"] = interval(t, "loss_low", "loss_high")
+    t["diff_ci"] = interval(t, "diff_low", "diff_high")
     t["within"] = np.where(t["within_margin"], "yes", "no")
     columns = {
         "scenario": "scenario",
@@ -225,14 +225,14 @@ def workers_markdown(table: pd.DataFrame, safe: pd.DataFrame, ds: xr.Dataset) ->
 def _y_scale(ax, values, small: float) -> str:
     """Symlog when ``values`` reach beyond ``SPAN`` times ``small`` (a positive value at the
     bottom of the range); linear within the decade below ``small``. Returns the scale's name."""
-    from spsa_bench.analysis.figures import _plain_log_ticks
+    from spsa_bench.analysis.figures import plain_log_ticks
 
     x = np.abs(np.asarray(values, dtype=np.float64))
     x = x[np.isfinite(x)]
     if not x.size or not small > 0 or x.max() <= SPAN * small:
         return "linear"
     ax.set_yscale("symlog", linthresh=float(10.0 ** np.floor(np.log10(small))))
-    _plain_log_ticks(ax, "y", minor=False)
+    plain_log_ticks(ax, "y", minor=False)
     return "symlog"
 
 
@@ -245,13 +245,10 @@ def _smallest_positive(values) -> float:
 
 def workers_figure(ds: xr.Dataset):
     """Final loss (top) and paired difference to sync (bottom) against workers, a column per scenario."""
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt
     from matplotlib.ticker import NullLocator
 
-    from spsa_bench.analysis.figures import _grid, optimizer_dashes, optimizer_palette
+    from spsa_bench.analysis.figures import optimizer_dashes, optimizer_palette, panel_grid
 
     table = workers_table(ds)
     reference = str(ds.attrs["reference"])
@@ -260,7 +257,7 @@ def workers_figure(ds: xr.Dataset):
     scenarios = [str(s) for s in ds["scenario"].values]
     workers = [int(w) for w in ds["workers"].values]
     palette, dashes = optimizer_palette(arms), optimizer_dashes(arms)
-    fig, axes = _grid(
+    fig, axes = panel_grid(
         2, len(scenarios), width=4.0, height=3.2, sharex=True, sharey="row", layout="constrained"
     )
     # The scales are set before drawing, so autoscaling pads in the scale's own space.
