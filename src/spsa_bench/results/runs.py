@@ -14,15 +14,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
-from spsa_bench.engine.replay import RunResult
 from spsa_bench.model.bowl import Problem, SeedBowls, TrueBowl
 from spsa_bench.results.cf import cf_attrs
 from spsa_bench.results.layout import Layout
 from spsa_bench.results.provenance import provenance
+
+if TYPE_CHECKING:  # the record a run file is written from; engine.simulate imports this module
+    from spsa_bench.engine.replay import RunResult
 
 CELL_DIMS = ("optimizer", "batch_mode", "scenario")
 THETA = "theta units"
