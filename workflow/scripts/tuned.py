@@ -19,6 +19,7 @@ from spsa_bench.results.combine import open_benchmark  # noqa: E402
 settings = tuning_settings(resolve(snakemake.config))
 with open_labelled(snakemake.input.tuning) as tuning:
     ds = tuning.load()
-benchmark = open_benchmark(snakemake.input.benchmark, ["elo_loss"])
+# eagerly, as before the lazy default: one variable, read whole by the tables
+benchmark = open_benchmark(snakemake.input.benchmark, ["elo_loss"], lazy=False)
 out = snakemake.output
 write_tuned_tables(ds, benchmark, settings.baseline_sweep, out.csv, out.md)
