@@ -8,6 +8,7 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+import pytest  # noqa: E402
 from conftest import small_config_dict  # noqa: E402
 
 from spsa_bench.config.loader import resolve  # noqa: E402
@@ -102,4 +103,32 @@ def test_workers_figure_draws_every_arm_at_every_pool_size():
         rows = table[table["arm"] == arm]
         np.testing.assert_allclose(line.get_xdata(), [1, 10])
         np.testing.assert_allclose(line.get_ydata(), rows["loss_mean"])
+    plt.close(fig)
+
+
+def test_plan_figure_draws_every_role_in_both_panels():
+    from spsa_bench.plan.figure import plan_figure
+    from spsa_bench.plan.run import run_plan
+    from spsa_bench.plan.spec import PlanSpec
+    from spsa_bench.plan.summary import final_gain, roles
+
+    block = "a,100,0,200,10,0.0020\nb,50,0,100,5,0.0020\nc,20,0,40,2,0.0020\n"
+    spec = PlanSpec(block_text=block, games=4000, seeds=8, c_scales=(0.5, 1.0),
+                    r_scales=(1.0, 2.0), games_scales=(1.0,))  # fmt: skip
+    ds = run_plan(spec)
+    shown = roles(ds)
+    fig = plan_figure(ds)
+    left, right = fig.axes[:2]
+    stairs = [p for p in left.patches if type(p).__name__ == "StepPatch"]
+    assert len(stairs) == len(shown)  # a histogram of the final gain per role
+    for patch, run in zip(stairs, shown.values(), strict=True):
+        counts = patch.get_data().values
+        assert counts.sum() == pytest.approx(1.0)  # shares of all the instances
+        assert final_gain(ds, run).size == ds.sizes["seed"]
+    checkpoints = ds["games_played"].sel(run=shown["given"]).size
+    trajectories = [line for line in right.get_lines() if len(line.get_xdata()) == checkpoints]
+    assert len(trajectories) == len(shown)
+    for line, run in zip(trajectories, shown.values(), strict=True):
+        expected = ds["gain"].sel(run=run).values.mean(axis=0)
+        np.testing.assert_allclose(line.get_ydata(), expected)
     plt.close(fig)
