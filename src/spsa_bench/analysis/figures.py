@@ -202,10 +202,10 @@ def convergence(ds: xr.Dataset) -> plt.Figure:
             ax = axes[i, j]
             for optimizer in optimizers:
                 # one cell at a time: a lazily opened benchmark reads one chunk
-                cell = loss.sel(optimizer=optimizer, batch_mode=mode, scenario=scenario)
-                q = cell.quantile([0.25, 0.5, 0.75], dim="seed").transpose("quantile", ...).values
-                if not np.isfinite(q).any():
+                cell = loss.sel(optimizer=optimizer, batch_mode=mode, scenario=scenario).load()
+                if not cell.notnull().any():  # the arm did not run in this cell
                     continue
+                q = cell.quantile([0.25, 0.5, 0.75], dim="seed").transpose("quantile", ...).values
                 colour = palette[optimizer]
                 ax.fill_between(pairs, q[0], q[2], color=colour, alpha=0.18, lw=0)
                 ax.plot(pairs, q[1], color=colour, ls=dashes[optimizer], lw=1.4)
