@@ -298,6 +298,8 @@ class _Replay:
         self.position = np.arange(n_seeds)
         self.state = optimizer.init(n_seeds)
         self.theta = optimizer.export(self.state)
+        # the first floating-point error (overflow, invalid, divide) of an update, or None
+        self.update_error: str | None = None
         self.theta_out = np.full((n_seeds, self.grid.shape[0], n_params), np.nan)
         self.extras_out = {
             name: np.full_like(self.theta_out, np.nan) for name in optimizer.extras(self.state)
@@ -476,22 +478,49 @@ class _Replay:
             staleness=seeds.arrival_staleness[:, event],
             in_flight=seeds.arrival_in_flight[:, event],
         )
-        state = self.optimizer.update(self.state, report)
-        if not seeds.event_all_active[event]:
-            active = seeds.arrival_active[:, event]
-            state = type(state)(
-                *(
-                    np.where(active.reshape((-1,) + (1,) * (new.ndim - 1)), new, old)
-                    for new, old in zip(state, self.state, strict=True)
+        # a floating-point error inside the optimizer is recorded, not raised (nor
+        # warned), so that the check below can name the optimizer, the seed and the arrival
+        with np.errstate(over="call", invalid="call", divide="call", call=self._update_error):
+            state = self.optimizer.update(self.state, report)
+            if not seeds.event_all_active[event]:
+                active = seeds.arrival_active[:, event]
+                state = type(state)(
+                    *(
+                        np.where(active.reshape((-1,) + (1,) * (new.ndim - 1)), new, old)
+                        for new, old in zip(state, self.state, strict=True)
+                    )
                 )
-            )
+            theta = self.optimizer.export(state)
+        if self.update_error is not None:
+            self._check_update(event, state, theta)
         self.state = state
-        theta = self.optimizer.export(state)
         if event >= self.last_steps_from:  # only the last 100 steps of a seed are summarised
             moved = theta - self.theta
             norm = np.sqrt(np.einsum("sp,sp->s", moved, moved))
             self.step_norm[seeds.to_origin, event - self.steps_from] = norm
         self.theta = theta
+
+    def _update_error(self, kind: str, _flag: int) -> None:
+        """``np.errstate``'s callback during an update: remember the first error."""
+        if self.update_error is None:
+            self.update_error = kind
+
+    def _check_update(self, event: int, state, theta: np.ndarray) -> None:
+        """After an update that raised a floating-point error: refuse a state or theta
+        with NaN or infinity, naming the optimizer, the first such seed and the arrival;
+        a state that stayed finite (e.g. an overflow that ends as a zero) goes on."""
+        kind, self.update_error = self.update_error, None
+        fields = [theta, *state]
+        finite = np.ones(theta.shape[0], dtype=bool)
+        for field in fields:
+            finite &= np.all(np.isfinite(field.reshape(field.shape[0], -1)), axis=1)
+        if not finite.all():
+            bad = int(np.flatnonzero(~finite)[0])
+            raise NonFiniteStateError(
+                f"optimizer {self.optimizer.name!r} produced a non-finite state at seed "
+                f"{int(self.schedule.seeds[self.seeds.origin[bad]])}, arrival {event} "
+                f"({kind} in its update)"
+            )
 
     def record(self, event: int) -> None:
         """Write ``theta`` and the extras into the checkpoints that end at ``event``."""
