@@ -16,8 +16,6 @@ from pathlib import Path
 from spsa_bench.cli.common import Progress, bounded_int
 from spsa_bench.model.time_control import TIME_CONTROLS
 
-OUTPUTS = ("plan.md", "plan.nc", "plan.png")
-
 
 def _number(flag: str, low: float = -math.inf, high: float = math.inf, open_low=False):
     """An argparse ``type``: a finite number in ``[low, high]`` (``(low, high]`` if
@@ -38,9 +36,10 @@ def _number(flag: str, low: float = -math.inf, high: float = math.inf, open_low=
     return parse
 
 
-def _multipliers(flag: str):
-    """An argparse ``type``: comma-separated finite multipliers > 0, e.g. ``0.5,1,2``."""
-    one = _number(flag, 0.0, math.inf, open_low=True)
+def _multipliers(flag: str, high: float = math.inf):
+    """An argparse ``type``: comma-separated finite multipliers in ``(0, high]``, e.g.
+    ``0.5,1,2``."""
+    one = _number(flag, 0.0, high, open_low=True)
 
     def parse(text: str) -> tuple[float, ...]:
         return tuple(one(part) for part in text.split(","))
@@ -146,14 +145,14 @@ def _add_search_options(search) -> None:
     """The multipliers of the search and the recommendation's margin."""
     from spsa_bench.plan import spec as plan
 
-    for flag, default, what in (
-        ("--c-scales", plan.DEFAULT_C_SCALES, "c_end"),
-        ("--r-scales", plan.DEFAULT_R_SCALES, "r_end"),
-        ("--games-scales", plan.DEFAULT_GAMES_SCALES, "the games budget"),
+    for flag, default, what, high in (
+        ("--c-scales", plan.DEFAULT_C_SCALES, "c_end", math.inf),
+        ("--r-scales", plan.DEFAULT_R_SCALES, "r_end", math.inf),
+        ("--games-scales", plan.DEFAULT_GAMES_SCALES, "the games budget", plan.MAX_GAMES_SCALE),
     ):
         search.add_argument(
             flag,
-            type=_multipliers(flag),
+            type=_multipliers(flag, high),
             default=default,
             metavar="X,Y,...",
             help=f"multipliers on {what} (default {','.join(f'{v:g}' for v in default)})",
@@ -170,10 +169,14 @@ def _add_search_options(search) -> None:
 def spec_of(args: argparse.Namespace):
     """The :class:`~spsa_bench.plan.spec.PlanSpec` of the command line; a malformed block
     names its line and field."""
-    from spsa_bench.config.param_block import BlockError, parse_block, read_block_text
+    from spsa_bench.config.param_block import (
+        BlockError,
+        parse_block,
+        printable_text,
+        read_block_text,
+    )
     from spsa_bench.model.instances import TruthPrior
-    from spsa_bench.plan.run import check_batch_mode
-    from spsa_bench.plan.spec import PlanSpec
+    from spsa_bench.plan.spec import PlanSpec, check_batch_mode
 
     source = "standard input" if args.params == "-" else args.params
     try:
@@ -206,19 +209,8 @@ def spec_of(args: argparse.Namespace):
         r_scales=args.r_scales,
         games_scales=args.games_scales,
         margin=args.margin,
-        source=Path(source).name if args.params != "-" else source,
+        source=printable_text(Path(source).name) if args.params != "-" else source,
     )
-
-
-def output_paths(directory: str) -> list[Path]:
-    """``plan.md``, ``plan.nc``, ``plan.png`` in ``directory``, refused before any work
-    when ``directory`` is a file or an output is a directory or a device."""
-    from spsa_bench.results.atomic import OutputPathError, check_output
-
-    folder = Path(directory)
-    if folder.exists() and not folder.is_dir():
-        raise OutputPathError(f"--output = {directory!r}: not a directory")
-    return [check_output(folder / name, flag="--output") for name in OUTPUTS]
 
 
 def check_plan_memory(spec) -> None:
@@ -235,36 +227,48 @@ def check_plan_memory(spec) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from spsa_bench.plan.output import MARKER, output_paths
     from spsa_bench.plan.run import run_plan
+    from spsa_bench.plan.spec import check_plan_size
 
-    paths = output_paths(args.output)
+    paths = output_paths(args.output, None if args.params == "-" else args.params)
     spec = spec_of(args)
+    check_plan_size(spec)
     check_plan_memory(spec)
     ds = run_plan(spec, progress=Progress("plan", args.quiet))
-    markdown = write_plan(ds, paths)
+    markdown = write_plan(ds, paths[0].parent)
     print(markdown, end="")
     if not args.quiet:
-        print(f"plan: wrote {', '.join(str(p) for p in paths)}", file=sys.stderr)
+        written = ", ".join(str(p) for p in [*paths, paths[0].parent / MARKER])
+        print(f"plan: wrote {written}", file=sys.stderr)
     return 0
 
 
-def write_plan(ds, paths) -> str:
-    """``plan.md``, ``plan.nc`` and ``plan.png`` at ``paths`` (in that order), each
-    written atomically; returns the Markdown."""
+def write_plan(ds, directory) -> str:
+    """``plan.md``, ``plan.nc`` and ``plan.png`` in ``directory``, written as one set
+    with its marker ``plan.sha256`` (:func:`spsa_bench.plan.output.write_set`);
+    returns the Markdown."""
     import matplotlib
 
     matplotlib.use("Agg")  # the command line draws to files: no display, the same bytes
     import matplotlib.pyplot as plt
 
     from spsa_bench.plan.figure import plan_figure
+    from spsa_bench.plan.output import write_set
     from spsa_bench.plan.summary import plan_markdown
-    from spsa_bench.results.atomic import atomic_write, write_atomic
+    from spsa_bench.results.atomic import write_atomic
 
-    md, nc, png = paths
     markdown = plan_markdown(ds)
     figure = plan_figure(ds)
-    write_atomic(ds, nc)
-    atomic_write(png, lambda tmp: figure.savefig(tmp, format="png", dpi=110))
-    plt.close(figure)
-    atomic_write(md, lambda tmp: Path(tmp).write_text(markdown))
+    try:
+        write_set(
+            directory,
+            {
+                "plan.md": lambda path: Path(path).write_text(markdown),
+                "plan.nc": lambda path: write_atomic(ds, path),
+                "plan.png": lambda path: figure.savefig(path, format="png", dpi=110),
+            },
+        )
+    finally:
+        plt.close(figure)
     return markdown

@@ -9,8 +9,15 @@ import numpy as np
 import xarray as xr
 
 from spsa_bench.analysis import stats
+from spsa_bench.config.param_block import printable_text
 from spsa_bench.plan.spec import LEVEL, ZERO_OFFSET
 from spsa_bench.plan.summary import final_gain, roles, runs_of, setting_text
+
+
+def _title_text(text: str) -> str:
+    """``text`` shown literally by matplotlib: ``$`` escaped (it would start math
+    text), control and invisible characters replaced by U+FFFD."""
+    return printable_text(text).replace("$", r"\$")
 
 
 def _roles(ds: xr.Dataset) -> dict[str, str]:
@@ -95,7 +102,7 @@ def plan_figure(ds: xr.Dataset):
     _distribution(left, ds, roles, palette)
     _against_games(right, ds, roles, palette)
     fig.suptitle(
-        f"{ds.attrs['source_block']}: {ds.sizes['param']} parameters, "
+        f"{_title_text(str(ds.attrs['source_block']))}: {ds.sizes['param']} parameters, "
         f"{ds.attrs['time_control']}, {ds.attrs['batch_mode']}, {ds.sizes['seed']} instances "
         "of the prior (an assumption)",
         fontsize="medium",

@@ -41,7 +41,6 @@ import numpy as np
 from spsa_bench.config.loader import (
     PACKAGED_CONFIG,
     Config,
-    ConfigError,
     read_yaml,
     resolve,
 )
@@ -54,6 +53,7 @@ from spsa_bench.plan.spec import (
     PlanSpec,
     Setting,
     budgets,
+    check_batch_mode,
     given_setting,
     recommend,
     search_settings,
@@ -67,20 +67,6 @@ if TYPE_CHECKING:
 
 #: Jobs per step of the closed-form rounding prediction (bounds its memory).
 _JOB_CHUNK = 64
-
-
-def packaged_batch_modes() -> dict:
-    """The batch modes of the packaged default configuration, as configured."""
-    return read_yaml(PACKAGED_CONFIG)["batch_modes"]
-
-
-def check_batch_mode(name: str) -> None:
-    modes = packaged_batch_modes()
-    if name not in modes:
-        raise ConfigError(
-            f"--batch-mode = {name!r}: not a batch mode of the packaged default "
-            f"configuration ({', '.join(modes)})"
-        )
 
 
 def plan_config(spec: PlanSpec, games: int) -> Config:
@@ -398,4 +384,4 @@ def plan_dataset(spec, setups, results, given, recommended, autoselect, skipped)
     return conform(xr.Dataset(data_vars, coords, attrs))
 
 
-__all__ = ["plan_config", "run_plan", "predicted_rounding", "check_batch_mode"]
+__all__ = ["plan_config", "run_plan", "predicted_rounding"]

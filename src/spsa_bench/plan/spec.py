@@ -25,11 +25,14 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from spsa_bench.config.loader import ConfigError
+from spsa_bench.config.limits import LimitError
+from spsa_bench.config.loader import PACKAGED_CONFIG, ConfigError, read_yaml
 from spsa_bench.config.param_block import (
     GAMES_STEP,
     MAX_GAMES,
     MIN_GAMES,
+    BlockError,
+    ParamBlock,
     check_games,
     parse_block,
 )
@@ -54,6 +57,21 @@ CHECKPOINTS = 51
 PRIOR, ZERO_OFFSET = "prior", "zero-offset"
 #: Confidence level of every interval of plan.md and plan.png.
 LEVEL = 0.95
+#: The largest games multiplier: above it every budget exceeds Fishtest's maximum.
+MAX_GAMES_SCALE = MAX_GAMES / MIN_GAMES
+#: Seconds a run of the plan takes per game pair, ``(per pair, per pair and instance)``,
+#: by the kind of batch mode: one worker (sync), many workers with fixed or variable
+#: batches. Measured with 12 parameters at 20 to 1000 instances on a 2-core machine
+#: shared with other work, so on the slow side; the variable batches' extra cost is the
+#: schedule's union of arrivals over instances, and the asynchronous ones include
+#: building the schedule.
+REPLAY_SECONDS = {
+    "sync": (25e-6, 0.06e-6),
+    "fixed": (25e-6, 0.3e-6),
+    "variable": (70e-6, 0.7e-6),
+}
+#: The planner refuses a plan whose estimated time (:func:`estimated_seconds`) is above this.
+MAX_PLAN_SECONDS = 3600.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -90,6 +108,8 @@ class PlanSpec:
             ("--games-scales", self.games_scales),
         ):
             object.__setattr__(self, flag[2:].replace("-", "_"), _scales(flag, scales))
+        for c_scale in (min(self.c_scales), max(self.c_scales)):
+            _check_scaled_block(self.block, c_scale, max(self.r_scales))
 
     @property
     def block(self):
@@ -97,12 +117,33 @@ class PlanSpec:
 
 
 def _scales(flag: str, scales: Sequence[float]) -> tuple[float, ...]:
-    """Sorted, unique, positive and finite multipliers, 1 (the given setting) included."""
+    """Sorted, unique, positive and finite multipliers, 1 (the given setting) included;
+    a games multiplier at most :data:`MAX_GAMES_SCALE`."""
     values = [float(s) for s in scales]
     bad = [s for s in values if not (math.isfinite(s) and s > 0)]
     if bad:
         raise ConfigError(f"{flag}: {bad[0]:g} is not a finite multiplier > 0")
+    if flag == "--games-scales" and max(values) > MAX_GAMES_SCALE:
+        raise ConfigError(
+            f"{flag}: {max(values):g} is above {MAX_GAMES_SCALE:g}, where every budget exceeds "
+            f"Fishtest's {MAX_GAMES:,} games"
+        )
     return tuple(sorted({*values, 1.0}))
+
+
+def _check_scaled_block(block: ParamBlock, c_scale: float, r_scale: float) -> None:
+    """The block with every c_end multiplied by ``c_scale`` and every r_end by
+    ``r_scale`` passes the block's checks (its derived quantities stay finite), else
+    the error names the flags."""
+    with np.errstate(over="ignore", under="ignore"):  # inf or 0: refused below
+        c_end, r_end = block.c_end * c_scale, block.r_end * r_scale
+    scaled = ParamBlock(block.names, block.start, block.min, block.max, c_end, r_end)
+    try:
+        parse_block(scaled.to_text())
+    except BlockError as error:
+        raise ConfigError(
+            f"--c-scales {c_scale:g}, --r-scales {r_scale:g}: the scaled block's {error}"
+        ) from None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -144,6 +185,20 @@ def budgets(spec: PlanSpec) -> tuple[list[int], list[str]]:
     return sorted(kept), skipped
 
 
+def packaged_batch_modes() -> dict:
+    """The batch modes of the packaged default configuration, as configured."""
+    return read_yaml(PACKAGED_CONFIG)["batch_modes"]
+
+
+def check_batch_mode(name: str) -> None:
+    modes = packaged_batch_modes()
+    if name not in modes:
+        raise ConfigError(
+            f"--batch-mode = {name!r}: not a batch mode of the packaged default "
+            f"configuration ({', '.join(modes)})"
+        )
+
+
 def search_settings(spec: PlanSpec, games: Sequence[int]) -> list[Setting]:
     """Every ``c_scale x r_scale x games`` of the search, cheapest budget first."""
     return [Setting(SPSA, c, r, g) for g in games for c in spec.c_scales for r in spec.r_scales]
@@ -160,3 +215,50 @@ def recommend(games, final_gains: np.ndarray, margin: float) -> int:
     means = np.asarray(final_gains, dtype=np.float64).mean(axis=1)
     within = np.flatnonzero(means >= means.max() - margin)
     return int(min(within, key=lambda i: (games[i], -means[i])))
+
+
+def planned_games(spec: PlanSpec) -> list[int]:
+    """The games budget of every run the plan may replay: the search, Autoselect and the
+    given setting's noise floor at the given games, and the recommended setting's noise
+    floor (counted at the largest budget, as it is not known before the search)."""
+    games, _ = budgets(spec)
+    search = [g for g in games for _ in spec.c_scales for _ in spec.r_scales]
+    return [*search, spec.games, spec.games, max(games, default=spec.games)]
+
+
+def estimated_seconds(spec: PlanSpec) -> float:
+    """The plan's estimated time: every planned run's game pairs ``P`` (``games / 2``)
+    times ``a + b S`` for ``S`` instances, with ``(a, b)`` of :data:`REPLAY_SECONDS`
+    for the batch mode's kind."""
+    mode = packaged_batch_modes().get(spec.batch_mode, {})
+    kind = "sync" if mode.get("workers") == 1 else str(mode.get("batch", "variable"))
+    per_pair, per_instance_pair = REPLAY_SECONDS.get(kind, REPLAY_SECONDS["variable"])
+    pairs = sum(planned_games(spec)) // 2
+    return pairs * (per_pair + per_instance_pair * spec.seeds)
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 3600:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} hours"
+
+
+def check_plan_size(spec: PlanSpec) -> None:
+    """Refuse, before any run, a plan whose :func:`estimated_seconds` is above
+    :data:`MAX_PLAN_SECONDS`; the message gives the runs, the game pairs, the estimate
+    and the cap."""
+    seconds = estimated_seconds(spec)
+    if seconds <= MAX_PLAN_SECONDS:
+        return
+    games = planned_games(spec)
+    search = len(spec.c_scales) * len(spec.r_scales) * len(budgets(spec)[0])
+    raise LimitError(
+        f"--c-scales, --r-scales, --games-scales, --seeds: the plan replays {len(games):,} runs "
+        f"({len(spec.c_scales)} c_end x {len(spec.r_scales)} r_end x "
+        f"{len(budgets(spec)[0])} budgets = {search:,} in the search) of {spec.seeds:,} "
+        f"instances, {sum(games) // 2:,} game pairs per instance, estimated "
+        f"{_duration(seconds)}, above the planner's cap of {_duration(MAX_PLAN_SECONDS)}; "
+        "narrow the search or give fewer --seeds (docs/plan.md)"
+    )

@@ -11,6 +11,7 @@ their instances and random numbers. docs/plan.md explains each line.
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pandas as pd
@@ -18,7 +19,7 @@ import xarray as xr
 
 from spsa_bench.analysis import stats
 from spsa_bench.analysis.tables import markdown_table
-from spsa_bench.config.param_block import ParamBlock, parse_block
+from spsa_bench.config.param_block import ParamBlock, parse_block, printable_text
 from spsa_bench.model.instances import TruthPrior
 from spsa_bench.plan.spec import AUTOSELECT, LEVEL, PRIOR, ZERO_OFFSET
 
@@ -31,6 +32,26 @@ PINNED_SHARE = 0.1
 HAZARD_C_END = 2.0
 #: Elo thresholds of the outcome's probabilities.
 ONE_ELO = 1.0
+
+
+#: Characters with a meaning in an inline Markdown span or a table cell (GitHub's):
+#: backslash-escaped where a name or a file name is shown as text.
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>|~&$])")
+
+
+def markdown_text(text: str) -> str:
+    """``text`` shown literally in Markdown: :func:`printable_text`, and every
+    character of :data:`_MARKDOWN_SPECIAL` backslash-escaped, so a name like
+    ``<script>`` or ``a|b`` neither runs as HTML nor splits a table."""
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", printable_text(text))
+
+
+def code_block(text: str) -> list[str]:
+    """``text`` as a fenced code block whose fence is longer than any run of backticks
+    in it, so no line of ``text`` can close it (the text is kept exactly)."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return [fence, text, fence]
 
 
 def final_gain(ds: xr.Dataset, run: str) -> np.ndarray:
@@ -92,7 +113,7 @@ def header(ds: xr.Dataset) -> list[str]:
         else f"{mode['workers']} workers, {mode['batch']} batches"
     )
     return [
-        f"# spsa-bench plan: {ds.attrs['source_block']}",
+        f"# spsa-bench plan: {markdown_text(str(ds.attrs['source_block']))}",
         "",
         f"{len(block)} parameters, **{games:,} games** ({games // 2:,} game pairs), "
         f"**{ds.attrs['time_control']}** game noise (draw rate {ds.attrs['noise_draw_rate']:.3f}, "
@@ -235,6 +256,7 @@ def parameter_section(ds: xr.Dataset) -> list[str]:
         table[column] = [
             f"{v:.1%}" if h else "" for v, h in zip(table[column], hazard, strict=True)
         ]
+    table["param"] = [markdown_text(name) for name in table["param"]]
     table["pinned"] = [f"{v:.0%}" for v in table["pinned"]]
     table["start"] = [f"{v:g}" for v in table["start"]]
     table["c_end"] = [f"{v:g}" for v in table["c_end"]]
@@ -432,9 +454,7 @@ def _recommendation(ds: xr.Dataset, table: pd.DataFrame) -> list[str]:
         "",
         f"The block to paste for it, with {int(row['games']):,} games:",
         "",
-        "```",
-        scaled.to_text().rstrip("\n"),
-        "```",
+        *code_block(scaled.to_text().rstrip("\n")),
     ]
 
 
