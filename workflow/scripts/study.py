@@ -8,6 +8,10 @@ from pathlib import Path
 sys.stderr = open(snakemake.log[0], "w", buffering=1)  # noqa: SIM115 - lives as long as the job
 sys.path.insert(0, str(Path(snakemake.scriptdir).resolve().parents[1] / "src"))
 
+import matplotlib  # noqa: E402
+
+matplotlib.use("Agg")  # files only, no display: before anything imports pyplot
+
 from spsa_bench.studies import STUDIES  # noqa: E402
 
 (row,) = [row for row in STUDIES.values() if row.rule == snakemake.rule]

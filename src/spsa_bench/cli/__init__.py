@@ -1,4 +1,5 @@
-"""The ``spsa-bench`` command line (one BLAS thread: :mod:`spsa_bench.threads`).
+"""The ``spsa-bench`` command line (one BLAS thread: :mod:`spsa_bench.threads`; the
+Agg matplotlib backend).
 
 :func:`main` parses and runs a command and returns its exit status (tests call it
 in-process); :func:`run` is the installed entry point and ``python -m spsa_bench``.
@@ -12,6 +13,9 @@ from typing import NoReturn
 from spsa_bench.threads import single_threaded_blas
 
 single_threaded_blas()  # before numpy's first import
+# The command line draws to files only: matplotlib reads this at its first import, so
+# no figure module ever switches the backend (and none is imported here).
+os.environ["MPLBACKEND"] = "Agg"
 
 from spsa_bench.cli.main import main  # noqa: E402 - after the thread settings
 
