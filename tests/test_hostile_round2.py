@@ -327,3 +327,94 @@ def test_a_leading_byte_order_mark_is_dropped():
     assert block.names == ("a",)
     with pytest.raises(BlockError, match="U\\+FEFF"):  # one inside the text is refused
         parse_block("a,10,0,20,1,0.002\n\ufeffb,10,0,20,1,0.002\n")
+
+
+# ------------------------------------------------ classes 6 and 7: tune
+
+
+@pytest.fixture
+def tune_setup(tmp_path, monkeypatch):
+    """A configuration with a tuning section and a matching benchmark file (the
+    ``tests/test_tuning.py`` fixtures); ``argv(benchmark, output_dir)``."""
+    import yaml
+    from test_tuning import benchmark, raw_config
+
+    from spsa_bench.config.loader import resolve
+
+    monkeypatch.chdir(tmp_path)
+    raw = raw_config()
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(raw))
+    bench = benchmark(np.random.default_rng(5), list(resolve(raw).optimizers))
+    bench.to_netcdf(tmp_path / "benchmark.nc", engine="netcdf4")
+
+    def argv(benchmark_path="benchmark.nc", output_dir="out") -> list[str]:
+        return ["tune", "--config", "config.yaml", "--benchmark", str(benchmark_path),
+                "--output-dir", str(output_dir), "--quiet"]  # fmt: skip
+
+    return tmp_path, bench, argv
+
+
+def refused_before_any_run(capsys, tmp_path, argv, *words) -> str:
+    """Exit 2, one line with ``words``, in less time than one tuning run, nothing
+    written or changed."""
+    before = snapshot(tmp_path)
+    start = time.perf_counter()
+    line = one_line(capsys, 2, argv, *words)
+    assert time.perf_counter() - start < 10
+    assert snapshot(tmp_path) == before
+    return line
+
+
+def test_tune_refuses_a_missing_benchmark_up_front(tune_setup, capsys):
+    tmp_path, _, argv = tune_setup
+    refused_before_any_run(capsys, tmp_path, argv("missing.nc"), "--benchmark", "missing.nc")
+
+
+def test_tune_refuses_a_truncated_benchmark_up_front(tune_setup, capsys):
+    tmp_path, _, argv = tune_setup
+    data = (tmp_path / "benchmark.nc").read_bytes()
+    (tmp_path / "truncated.nc").write_bytes(data[: len(data) // 2])
+    refused_before_any_run(capsys, tmp_path, argv("truncated.nc"), "--benchmark", "truncated.nc")
+
+
+@pytest.mark.parametrize("wrong", ["text", "no_elo_loss", "missing_arm", "tuning_seeds"])
+def test_tune_refuses_a_wrong_benchmark_up_front(tune_setup, capsys, wrong):
+    tmp_path, bench, argv = tune_setup
+    path = tmp_path / "wrong.nc"
+    if wrong == "text":
+        path.write_text("not netcdf\n")
+    elif wrong == "no_elo_loss":
+        bench.rename(elo_loss="elo").to_netcdf(path, engine="netcdf4")
+    elif wrong == "missing_arm":
+        bench.isel(optimizer=slice(1, None)).to_netcdf(path, engine="netcdf4")
+    else:
+        bench.assign_coords(seed=[998, 999, 1000, 1001]).to_netcdf(path, engine="netcdf4")
+    refused_before_any_run(capsys, tmp_path, argv(path), "--benchmark", "wrong.nc")
+
+
+def test_tune_refuses_a_fifo_benchmark_without_blocking(tune_setup, capsys):
+    tmp_path, _, argv = tune_setup
+    os.mkfifo(tmp_path / "fifo.nc")
+    refused_before_any_run(capsys, tmp_path, argv("fifo.nc"), "--benchmark", "not a regular file")
+
+
+def test_tune_refuses_an_output_dir_that_is_a_file_up_front(tune_setup, capsys):
+    tmp_path, _, argv = tune_setup
+    (tmp_path / "out").write_text("a file\n")
+    refused_before_any_run(capsys, tmp_path, argv(output_dir="out"), "--output-dir", "out")
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_tune_refuses_a_non_finite_benchmark_seed_naming_file_cell_and_seed(
+    tune_setup, capsys, bad
+):
+    """The report's mean used to drop the seed (n 3 -> 2) silently; now the file, the
+    cell and the seed are named before any run."""
+    tmp_path, bench, argv = tune_setup
+    arm = str(bench["optimizer"].values[0])
+    bench["elo_loss"].loc[{"optimizer": arm, "batch_mode": "sync", "scenario": "mixed",
+                           "seed": 2}] = bad  # fmt: skip
+    bench.to_netcdf(tmp_path / "bad.nc", engine="netcdf4")
+    line = refused_before_any_run(capsys, tmp_path, argv("bad.nc"), "--benchmark", "bad.nc")
+    for word in (f"optimizer {arm!r}", "batch mode 'sync'", "scenario 'mixed'", "at seed 2"):
+        assert word in line, line

@@ -5,6 +5,16 @@ seeds, chooses each sweep's oracle and robust setting from those runs alone, and
 reports the choices on the benchmark's seeds read from ``--benchmark`` (the
 workflow's ``results/benchmark.nc``). Writes, into ``--output-dir``: ``tuning.nc``
 (the tuning runs), ``tuned.csv`` and ``tuned.md`` (the report).
+
+Every input and output is checked before the first tuning run (exit 2, one line
+naming the flag, nothing written): ``--output-dir`` is a directory or absent and none
+of its outputs is a directory, a device or the configuration or the benchmark;
+``--benchmark`` is a regular file (not a FIFO, which could block), readable as NetCDF,
+with ``elo_loss`` over optimizer, batch mode, scenario, seed and pairs, a cell for every
+swept arm (and the baseline) on every scenario and batch mode of the tuning section,
+no tuning seed among its seeds, and a finite final loss at every seed of those cells:
+a NaN or infinite seed is refused naming the file, the cell and the seed, never
+dropped from the report's mean.
 """
 
 from __future__ import annotations
@@ -39,19 +49,106 @@ def run(args: argparse.Namespace) -> int:
     from spsa_bench.config.loader import ConfigError
     from spsa_bench.config.sections.tuning import parse as tuning_settings
     from spsa_bench.studies.tuning import print_progress, run_tuning
-    from spsa_bench.results.combine import open_benchmark
 
     config = load(args)
     settings = tuning_settings(config)
     if settings is None:
         raise ConfigError("tuning: this configuration has none (see docs/benchmark.md)")
+    paths = output_paths(args.output_dir, inputs=(args.config, args.benchmark))
+    benchmark = checked_benchmark(args.benchmark, settings)
     ds = run_tuning(config, settings, progress=None if args.quiet else print_progress)
-    benchmark = open_benchmark(args.benchmark, ["elo_loss"])
-    paths = [Path(args.output_dir) / name for name in OUTPUTS]
     paths = write_tuned(ds, benchmark, settings.baseline_sweep, paths)
     if not args.quiet:
         print(f"tuning: wrote {', '.join(str(p) for p in paths)}", file=sys.stderr)
     return 0
+
+
+def output_paths(directory: str, inputs=()) -> list[Path]:
+    """``tuning.nc``, ``tuned.csv`` and ``tuned.md`` in ``directory``, refused (naming
+    ``--output-dir``) when it is empty text or a file, or an output is a directory, a
+    device or one of ``inputs``."""
+    from spsa_bench.results.atomic import OutputPathError, check_output
+
+    if not directory.strip():
+        raise OutputPathError(f"--output-dir = {directory!r}: empty path; give a directory")
+    folder = Path(directory)
+    if folder.exists() and not folder.is_dir():
+        raise OutputPathError(f"--output-dir = {directory!r}: not a directory")
+    inputs = [str(path) for path in inputs if path]
+    return [check_output(folder / name, flag="--output-dir", inputs=inputs) for name in OUTPUTS]
+
+
+#: The dimensions of ``elo_loss`` in a benchmark file.
+BENCHMARK_DIMS = ("optimizer", "batch_mode", "scenario", "seed", "pairs")
+
+
+def checked_benchmark(path: str, settings):
+    """``--benchmark``'s ``elo_loss``, opened lazily, after the checks of the module
+    docstring; :class:`~spsa_bench.config.loader.ConfigError` names the flag and the file."""
+    import stat
+
+    import numpy as np
+
+    from spsa_bench.config.loader import ConfigError
+    from spsa_bench.results.combine import open_benchmark
+
+    where = f"--benchmark = {path!r}"
+    try:
+        mode = Path(path).stat().st_mode
+    except OSError as error:
+        raise ConfigError(f"{where}: {error.strerror or error}") from None
+    if not stat.S_ISREG(mode):
+        raise ConfigError(f"{where}: not a regular file")
+    try:
+        benchmark = open_benchmark(path, ["elo_loss"])
+    except (OSError, ValueError, RuntimeError, KeyError) as error:
+        reason = " ".join(str(error).split()) or type(error).__name__
+        raise ConfigError(f"{where}: not a readable NetCDF benchmark file ({reason})") from None
+    if "elo_loss" not in benchmark or set(benchmark["elo_loss"].dims) != set(BENCHMARK_DIMS):
+        raise ConfigError(
+            f"{where}: not a benchmark file: expected elo_loss over {', '.join(BENCHMARK_DIMS)}"
+        )
+    cells = {
+        "optimizer": _reported_arms(settings),
+        "batch_mode": [mode.name for mode in settings.batch_modes],
+        "scenario": list(settings.scenarios),
+    }
+    for dim, names in cells.items():
+        have = {str(name) for name in benchmark[dim].values}
+        missing = [name for name in names if name not in have]
+        if missing:
+            raise ConfigError(
+                f"{where}: has no {dim} {missing[0]!r} (it has {', '.join(sorted(have))}); "
+                "run the benchmark of this configuration first"
+            )
+    seeds = benchmark["seed"].values.astype(np.int64)
+    shared = sorted(seed for seed in set(seeds.tolist()) if seed in settings.seeds)
+    if shared:
+        raise ConfigError(
+            f"{where}: its seeds include the tuning seeds {shared[0]}..{shared[-1]}: the "
+            "report would not be held out"
+        )
+    final = benchmark["elo_loss"].sel(cells).isel(pairs=-1).transpose(*BENCHMARK_DIMS[:4])
+    values = final.values
+    bad = ~np.isfinite(values)
+    if bad.any():
+        o, m, s, k = (int(i[0]) for i in np.nonzero(bad))
+        raise ConfigError(
+            f"{where}: the final elo_loss of optimizer {cells['optimizer'][o]!r}, batch mode "
+            f"{cells['batch_mode'][m]!r}, scenario {cells['scenario'][s]!r} is "
+            f"{values[o, m, s, k]} at seed {int(seeds[k])} ({int(bad[o, m, s].sum())} of "
+            f"{seeds.size} seeds non-finite); the report would drop it"
+        )
+    return benchmark
+
+
+def _reported_arms(settings) -> list[str]:
+    """The optimizers the report reads: every swept arm, and the baseline arm when it is
+    not swept."""
+    arms = [arm.name for arm in settings.arms]
+    if settings.baseline_sweep not in settings.sweeps:
+        arms.append(settings.baseline_sweep)
+    return arms
 
 
 def write_tuned(ds, benchmark, baseline_sweep: str, paths) -> list[Path]:
