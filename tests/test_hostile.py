@@ -16,7 +16,8 @@ import pytest
 import yaml
 from test_config import _set  # one key of a parsed config set to a value
 
-from spsa_bench.config.loader import ConfigError, load_config, parse_seed_range
+from spsa_bench.cli.common import parse_seed_range
+from spsa_bench.config.loader import ConfigError, load_config
 from spsa_bench.config.safe_yaml import load_text
 
 REPO = Path(__file__).resolve().parents[1]

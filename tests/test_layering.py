@@ -42,17 +42,7 @@ BASE = {"spsa_bench", "spsa_bench.distributions", "spsa_bench.threads"}
 
 #: Edges allowed while the work removing them is under way: (importer prefix, imported
 #: prefix) -> why. A prefix matches the module it names and everything below it.
-PENDING: dict[tuple[str, str], str] = {
-    # config/loader.py's module __getattr__ still serves parse_seed_range from the
-    # command line (cli/common.py, where it moved) to old importers (tests/test_hostile.py):
-    # config above cli, and one circle through cli, config and every command.
-    ("spsa_bench.config.loader", "spsa_bench.cli.common"): "parse_seed_range moved to cli",
-    # config/sections/budget.py resolves each budget's grid with resolution.resolve_checked
-    # and reads SECTION_KEYS from its own package, while resolution checks the sections
-    # (lazy imports both ways, since the loader split): a circle inside config/.
-    ("spsa_bench.config.sections.budget", "spsa_bench.config.resolution"): "config circle",
-    ("spsa_bench.config.sections.budget", "spsa_bench.config.sections"): "config circle",
-}
+PENDING: dict[tuple[str, str], str] = {}
 
 
 def _modules(root: Path = PACKAGE) -> dict[str, Path]:

@@ -84,16 +84,6 @@ def load_config(path: str | Path) -> Config:
     return resolve(read_yaml(path), base_dir=Path(path).parent)
 
 
-def __getattr__(name: str):
-    """``parse_seed_range`` (``--seeds``) lives in :mod:`spsa_bench.cli.common`; it is
-    still importable from here, imported on first use (the CLI imports this module)."""
-    if name == "parse_seed_range":
-        from spsa_bench.cli.common import parse_seed_range
-
-        return parse_seed_range
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 __all__ = [
     "Config",
     "ConfigError",

@@ -2,8 +2,8 @@
 
 The hand-written parts describe budgets, seeds and the run-wide conventions
 (here), batch modes (:mod:`~spsa_bench.config.batch_mode_schema`), scenarios and
-the noise model (:mod:`~spsa_bench.config.scenario_schema`) and the optional
-studies (:mod:`~spsa_bench.config.study_schema`); the optimizer part
+the noise model (:mod:`~spsa_bench.config.scenario_schema`) and each optional
+section (its row of :data:`~spsa_bench.config.sections.SECTIONS`); the optimizer part
 (:mod:`~spsa_bench.config.optimizer_schema`) is generated from the optimizer table
 (:data:`spsa_bench.optimizers.REGISTRY`), so a new optimizer's
 hyperparameters are typed, bounded and described without touching these files.
@@ -42,7 +42,7 @@ from spsa_bench.config.scenario_schema import (
     TUNE_ONLY_KEYS,
 )
 from spsa_bench.config.schema_fragments import NAME_PATTERN, _int, _num, _object
-from spsa_bench.config.study_schema import BUDGET_STUDY, CEND_STUDY, TUNING, WORKERS_STUDY
+from spsa_bench.config.sections import SECTIONS
 from spsa_bench.optimizers import REGISTRY, OptimizerSpec
 
 SCHEMA_PATH = Path(__file__).with_name("data") / "config.schema.yaml"
@@ -94,10 +94,7 @@ def build_schema(rows: Mapping[str, OptimizerSpec] | None = None) -> dict:
                 maximum=100001,
             ),
             **RUN_CONVENTIONS,
-            "cend_study": CEND_STUDY,
-            "workers_study": WORKERS_STUDY,
-            "budget_study": BUDGET_STUDY,
-            "tuning": TUNING,
+            **{key: section.schema for key, section in SECTIONS.items()},
             "seeds": _object(
                 "the seeds to run",
                 {
@@ -176,10 +173,6 @@ __all__ = [
     "arm_properties",
     "arm_schema",
     "RUN_CONVENTIONS",
-    "CEND_STUDY",
-    "WORKERS_STUDY",
-    "BUDGET_STUDY",
-    "TUNING",
     "build_schema",
     "schema_yaml",
 ]

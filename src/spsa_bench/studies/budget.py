@@ -42,13 +42,16 @@ r_end`` are constant. ``alpha = 0`` with ``gamma > 0`` would not be: the step
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from spsa_bench.config.grid import resolve_grid
 from spsa_bench.config.records import Config, ConfigError, OptimizerArm
-from spsa_bench.config.sections.budget import BudgetSection, budget_config
+from spsa_bench.config.sections import SECTION_KEYS
+from spsa_bench.config.sections.budget import BudgetSection
 from spsa_bench.config.sections.fields import seed_overlap
 from spsa_bench.studies.base import Output, Scope, Study, start_gap, study_dataset
 from spsa_bench.studies.tuning import pick_settings, setting_label, swept_coords
@@ -57,6 +60,18 @@ if TYPE_CHECKING:
     import xarray as xr
 
 TUNINGS = ("oracle", "robust")
+
+
+def budget_config(config: Config, num_pairs: int) -> Config:
+    """``config`` at a budget of ``num_pairs`` pairs, as if the file said so (its optional
+    sections left out; the section's parse checked that every budget resolves)."""
+    raw = {
+        key: copy.deepcopy(value)
+        for key, value in config.resolved.items()
+        if key not in SECTION_KEYS and key != "games"
+    }
+    raw["num_pairs"] = int(num_pairs)
+    return resolve_grid(raw)
 
 
 def choose_settings(study: BudgetSection, tuning_loss: np.ndarray) -> np.ndarray:

@@ -15,11 +15,11 @@ and arms, swept arms tuned per budget (the study: :mod:`spsa_bench.studies.budge
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 
 import numpy as np
 
+from spsa_bench.config.grid import resolve_grid
 from spsa_bench.config.records import Config, ConfigError, OptimizerArm
 from spsa_bench.config.sections.fields import held_out_seeds, known, study_arm
 
@@ -77,20 +77,14 @@ def _budgets(raw: dict, where: str) -> tuple[tuple[int, ...], str]:
     return tuple(sorted(pairs)), key
 
 
-def budget_config(config: Config, num_pairs: int, where: str = KEY) -> Config:
-    """``config`` at a budget of ``num_pairs`` pairs, as if the file said so (its optional
-    sections left out); an error (checkpoints, a fixed batch) names the budget."""
-    from spsa_bench.config.resolution import resolve_checked
-    from spsa_bench.config.sections import SECTION_KEYS
-
-    raw = {
-        key: copy.deepcopy(value)
-        for key, value in config.resolved.items()
-        if key not in SECTION_KEYS and key != "games"
-    }
+def check_budget(config: Config, num_pairs: int, where: str) -> None:
+    """``config``'s grid at a budget of ``num_pairs`` pairs must resolve (checkpoints, a
+    fixed batch); the refusal names the budget. The grid's resolution reads none of the
+    optional sections, so they may stay in."""
+    raw = {key: value for key, value in config.resolved.items() if key != "games"}
     raw["num_pairs"] = int(num_pairs)  # within the schema's limits: the study's own entry
     try:
-        return resolve_checked(raw)
+        resolve_grid(raw)
     except ConfigError as error:
         raise ConfigError(f"{where}: at a budget of {num_pairs:,} pairs: {error}") from None
 
@@ -141,7 +135,7 @@ def parse(config: Config) -> BudgetSection | None:
             f"{where}.baseline = {baseline!r}: not one of its arms ({', '.join(a.name for a in arms)})"
         )
     for budget in num_pairs:  # each budget must make a valid configuration
-        budget_config(config, budget, f"{where}.{budget_key}")
+        check_budget(config, budget, f"{where}.{budget_key}")
     return BudgetSection(
         num_pairs=num_pairs,
         budget_key=budget_key,

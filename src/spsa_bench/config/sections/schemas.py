@@ -1,5 +1,191 @@
-"""The JSON Schema of each optional section (provisional home: the schema module)."""
+"""The JSON Schema of each optional section: the configuration schema takes them from
+:data:`spsa_bench.config.sections.SECTIONS`."""
 
-from spsa_bench.config.schema import BUDGET_STUDY, CEND_STUDY, TUNING, WORKERS_STUDY
+from __future__ import annotations
 
-__all__ = ["BUDGET_STUDY", "CEND_STUDY", "TUNING", "WORKERS_STUDY"]
+from spsa_bench.config.limits import MAX_SEED, MAX_SEEDS
+from spsa_bench.config.schema_fragments import NAME_PATTERN, _int, _num, _object
+
+
+def _name_list(description: str) -> dict:
+    """A non-empty list of distinct names (of scenarios, arms, ...)."""
+    return {
+        "type": "array",
+        "items": {"type": "string", "pattern": NAME_PATTERN},
+        "minItems": 1,
+        "uniqueItems": True,
+        "description": description,
+    }
+
+
+def _named_settings(description: str, item: str | None = None) -> dict:
+    """A non-empty mapping name -> settings (a mapping, or null), e.g. a study's arms;
+    ``item`` describes one entry."""
+    entry = {"type": ["object", "null"]}
+    if item is not None:
+        entry["description"] = item
+    out = {
+        "type": "object",
+        "minProperties": 1,
+        "propertyNames": {"type": "string", "pattern": NAME_PATTERN},
+        "additionalProperties": entry,
+    }
+    if description:
+        out["description"] = description
+    return out
+
+
+def _tuning_seeds(description: str) -> dict:
+    """``{first, count}``: seeds a choice is made on, apart from the benchmark's."""
+    return _object(
+        description,
+        {
+            "first": _int("first tuning seed", minimum=0, maximum=MAX_SEED),
+            "count": _int("number of tuning seeds", minimum=1, maximum=MAX_SEEDS),
+        },
+        required=("first", "count"),
+    )
+
+
+#: The c_end study (spsa_bench.studies.cend): optional, off when absent.
+CEND_STUDY = _object(
+    "The c_end study (fishtest #1912, #1929): the arms at every c_end on one "
+    "parameter-block scenario, with shared seeds (docs/fishtest.md)",
+    {
+        "scenario": {
+            "type": "string",
+            "pattern": NAME_PATTERN,
+            "description": "a parameter-block scenario whose parameters share one c_end",
+        },
+        "batch_mode": {"type": "string", "pattern": NAME_PATTERN, "description": "batch mode"},
+        "c_end": {
+            "type": "array",
+            "items": _num(
+                "c_end every parameter is probed with (integer steps)", exclusiveMinimum=0
+            ),
+            "minItems": 1,
+            "uniqueItems": True,
+            "description": "the c_end values, each played through c_scale = c_end / the block's",
+        },
+        "base": {
+            "type": "string",
+            "pattern": NAME_PATTERN,
+            "description": "an SPSA-family arm of this config the variants start from",
+        },
+        "variants": _named_settings(
+            "named variants of the base arm (not grid arms); the first is the paired baseline",
+            "hyperparameters over the base arm's (checked like an arm's)",
+        ),
+    },
+    required=("scenario", "batch_mode", "c_end", "base", "variants"),
+)
+
+
+#: The workers study (spsa_bench.studies.workers): optional, off when absent.
+WORKERS_STUDY = _object(
+    "The workers study (fishtest #535): arms and scenarios under one asynchronous worker "
+    "pool at several sizes, paired with a synchronous mode (docs/asynchrony.md)",
+    {
+        "pool": {
+            "type": "object",
+            "description": "a batch mode without workers (default {batch: fishtest}); checked "
+            "like batch_modes entries",
+        },
+        "workers": {
+            "type": "array",
+            "items": _int("pool size", minimum=1, maximum=100000),
+            "minItems": 1,
+            "uniqueItems": True,
+            "description": "the pool sizes",
+        },
+        "reference": {
+            "type": "string",
+            "pattern": NAME_PATTERN,
+            "description": "a synchronous batch mode of this config (the paired reference)",
+        },
+        "scenarios": _name_list("scenarios of this config"),
+        "arms": {
+            "description": "config arms by name, or a mapping name -> null (a config arm) or "
+            "arm settings with kind (study-only arms, checked like an arm's)",
+            "oneOf": [
+                {
+                    "type": "array",
+                    "items": {"type": "string", "pattern": NAME_PATTERN},
+                    "minItems": 1,
+                    "uniqueItems": True,
+                },
+                _named_settings(""),
+            ],
+        },
+        "margin": _num(
+            "Elo: a pool size is safe while the paired difference's upper 95% bound stays "
+            "at or below it",
+            exclusiveMinimum=0,
+        ),
+    },
+    required=("workers", "reference", "scenarios", "arms"),
+)
+
+
+def _budgets(description: str, item: dict) -> dict:
+    return {
+        "type": "array",
+        "items": item,
+        "minItems": 2,
+        "uniqueItems": True,
+        "description": description,
+    }
+
+
+#: The budget study (spsa_bench.studies.budget): optional, off when absent.
+BUDGET_STUDY = _object(
+    "The budget study (issue 16): the arms at several budgets, each budget its own run from "
+    "the start, swept arms tuned per budget on held-out seeds (docs/benchmark.md, 'Budget "
+    "study')",
+    {
+        "num_pairs": _budgets(
+            "the budgets in game pairs, at least two (give num_pairs or games)",
+            _int("a budget in game pairs", minimum=1, maximum=10**9),
+        ),
+        "games": _budgets(
+            "the budgets in games as Fishtest takes them (1000 to 3,200,000 in multiples of "
+            "1000; num_pairs = games // 2), at least two (give num_pairs or games)",
+            _int("a budget in games"),
+        ),
+        "batch_mode": {"type": "string", "pattern": NAME_PATTERN, "description": "batch mode"},
+        "scenarios": _name_list("scenarios of this config"),
+        "tuning_seeds": _tuning_seeds(
+            "the seeds a swept arm's setting is chosen on, per budget (disjoint from `seeds`; "
+            "needed when an arm is swept)"
+        ),
+        "arms": _named_settings(
+            "the arms, by name",
+            "null: the config arm of that name; a mapping: an arm of this study only (kind "
+            "and hyperparameters, checked like an arm's; a swept hyperparameter is tuned per "
+            "budget)",
+        ),
+        "baseline": {
+            "type": "string",
+            "pattern": NAME_PATTERN,
+            "description": "the arm the paired differences are taken against (default: the first)",
+        },
+    },
+    required=("batch_mode", "scenarios", "arms"),
+)
+
+
+#: The tuning protocol (spsa_bench.studies.tuning): optional, off when absent.
+TUNING = _object(
+    "The tuning protocol (issue 16): each sweep's setting is chosen on these seeds, "
+    "disjoint from `seeds`, and reported on `seeds` (docs/benchmark.md, 'Tuning protocol')",
+    {
+        "seeds": _tuning_seeds("the tuning seeds (must not overlap the benchmark's seeds)"),
+        "criterion": {
+            "type": "string",
+            "enum": ["median"],
+            "description": "what the choice minimises: the median final Elo loss (default)",
+        },
+        "family": _name_list("scenarios of the robust choice (default: every scenario)"),
+    },
+    required=("seeds",),
+)
