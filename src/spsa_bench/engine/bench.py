@@ -369,7 +369,8 @@ def whole_process(
         cell = ["--optimizer", optimizer, "--batch-mode", batch_mode, "--scenario", scenario]
         command = [*spsa_bench, "simulate", "--config", str(config_path), *cell]
         command += ["--seeds", seeds, "--quiet", "--timings"]
-        command += ["--output", str(Path(folder) / "run.nc")]
+        # every timed run replaces the file the one before wrote, as a workflow job does
+        command += ["--output", str(Path(folder) / "run.nc"), "--force"]
         imports = [sys.executable, "-c", "import spsa_bench.cli.main, spsa_bench.cli.simulate"]
         _warm_up(command)
         runs = [_timed(command) for _ in range(repeats)]
