@@ -10,20 +10,8 @@ is skipped, a line must have exactly six fields, every number must be finite,
 an empty block and repeated names. Every error names the line, the field and the
 value.
 
-Two more rules of the benchmark keep a block's text and numbers safe downstream:
-
-- a name is text the server keeps as given and the worker passes to the engine as
-  ``option.NAME=VALUE`` on a command line, so a name holding a control character
-  (NUL, an escape sequence, a tab), an invisible format character (a bidirectional
-  override, a zero-width joiner, a byte-order mark) or a line separator is refused;
-  a UTF-8 byte-order mark at the start of the block is dropped;
-- the numbers must keep the block's derived quantities finite at Fishtest's largest
-  budget ``N = 1,600,000`` pairs for every gain schedule of the Fishtest form
-  (``A = 0.1 N``, ``alpha <= 2``, ``gamma <= 1``, the optimizers' bounds): the range
-  ``max - min``, ``c_end^2 (1.1 N)^2`` (which bounds ``c = c_end N^gamma <= c_end N``
-  too) and the gain ``a = r_end c_end^2 (A + N)^alpha <= r_end c_end^2 (1.1 N)^2``. A
-  line that breaks one is refused naming the field (a value near 1e308 would otherwise
-  overflow inside the model).
+Two more rules keep a block's text and numbers safe downstream: names and derived
+quantities (:mod:`~spsa_bench.config.block_guards`).
 
 ``synthetic_tune`` prints the block Stockfish's ``TUNE()`` macro would print for
 ``count`` integer parameters of value ``value`` (official-stockfish/Stockfish
@@ -39,33 +27,26 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import unicodedata
 
 import numpy as np
+
+from spsa_bench.config.block_guards import (  # noqa: F401 - BlockError, MAX_GAMES: re-exported
+    MAX_GAMES,
+    BlockError,
+    check_derived,
+    check_name,
+    printable_text,
+)
 
 FIELDS = ("name", "start", "min", "max", "c_end", "r_end")
 MIN_GAMES = 1000
 GAMES_STEP = 1000
-MAX_GAMES = 3_200_000
 #: Stockfish's TUNE() default r_end (src/tune.cpp prints the literal "0.0020").
 TUNE_R_END = 0.002
 #: Bytes of a block file read at most: a larger file is not a parameter block.
 MAX_BLOCK_BYTES = 1_000_000
 #: The UTF-8 byte-order mark some editors put at the start of a text file.
 BOM = "\ufeff"
-#: Fishtest's largest number of SPSA iterations (one per game pair).
-MAX_PAIRS = MAX_GAMES // 2
-#: The bound of ``(A + N)^alpha`` at :data:`MAX_PAIRS` for the Fishtest form of the
-#: gains (``A = 0.1 N``, ``alpha <= 2``); it also bounds ``N^gamma`` (``gamma <= 1``).
-MAX_A_GROWTH = (1.1 * MAX_PAIRS) ** 2
-#: Unicode categories a parameter name may not hold: control (Cc), format (Cf, e.g.
-#: bidirectional overrides, zero-width joiners, the byte-order mark), line and
-#: paragraph separators (Zl, Zp) and surrogates (Cs).
-REFUSED_NAME_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})
-
-
-class BlockError(ValueError):
-    """A parameter block Fishtest (or the benchmark) would refuse."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -134,7 +115,7 @@ def _parse_line(line_number: int, line: str) -> tuple:
     name = chunks[0].strip()
     if not name:
         raise BlockError(f"line {line_number} ({line.strip()!r}): field name is empty")
-    _check_name(line_number, name)
+    check_name(line_number, name)
     start, low, high, c_end, r_end = (
         _number(text, field, line_number, line.strip())
         for text, field in zip(chunks[1:], FIELDS[1:], strict=True)
@@ -153,49 +134,8 @@ def _parse_line(line_number: int, line: str) -> tuple:
             f"{where}: field start = {chunks[1].strip()} must be within [min, max] = "
             f"[{chunks[2].strip()}, {chunks[3].strip()}]"
         )
-    _check_derived(where, chunks, low, high, c_end, r_end)
+    check_derived(where, chunks, low, high, c_end, r_end)
     return name, start, low, high, c_end, r_end
-
-
-def _check_name(line_number: int, name: str) -> None:
-    """Refuse a name holding a character of :data:`REFUSED_NAME_CATEGORIES`; the
-    message shows the name escaped (``repr``) and the character's code point."""
-    for char in name:
-        if unicodedata.category(char) in REFUSED_NAME_CATEGORIES:
-            raise BlockError(
-                f"line {line_number}: field name = {name!r} holds the control or invisible "
-                f"character U+{ord(char):04X}; a name is passed to the engine as "
-                "option.NAME=VALUE: use letters, digits and punctuation"
-            )
-
-
-def printable_text(text: str) -> str:
-    """``text`` with every character a name may not hold
-    (:data:`REFUSED_NAME_CATEGORIES`) replaced by U+FFFD: safe to print on a terminal."""
-    return "".join(
-        "\ufffd" if unicodedata.category(char) in REFUSED_NAME_CATEGORIES else char for char in text
-    )
-
-
-def _check_derived(where: str, chunks: list[str], low, high, c_end, r_end) -> None:
-    """Refuse numbers that make a derived quantity of the block non-finite (module
-    docstring); float products overflow to inf without an error, so they can be tested."""
-    if not math.isfinite(high - low):
-        raise BlockError(
-            f"{where}: field max = {chunks[3].strip()}: the range max - min = "
-            f"{chunks[3].strip()} - ({chunks[2].strip()}) is not a finite number"
-        )
-    if not math.isfinite(c_end * c_end * MAX_A_GROWTH):  # and so c_end N^gamma too
-        raise BlockError(
-            f"{where}: field c_end = {chunks[4].strip()} is too large: c_end^2 (A + N)^alpha "
-            f"at Fishtest's largest budget ({MAX_PAIRS:,} pairs) is not a finite number"
-        )
-    if not math.isfinite(r_end * c_end * c_end * MAX_A_GROWTH):
-        raise BlockError(
-            f"{where}: field r_end = {chunks[5].strip()} is too large for c_end = "
-            f"{chunks[4].strip()}: the gain a = r_end c_end^2 (A + N)^alpha at Fishtest's "
-            f"largest budget ({MAX_PAIRS:,} pairs) is not a finite number"
-        )
 
 
 def parse_block(text: str) -> ParamBlock:

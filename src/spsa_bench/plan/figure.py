@@ -9,7 +9,7 @@ import numpy as np
 import xarray as xr
 
 from spsa_bench.analysis import stats
-from spsa_bench.config.param_block import printable_text
+from spsa_bench.config.block_guards import printable_text
 from spsa_bench.plan.spec import LEVEL, ZERO_OFFSET
 from spsa_bench.plan.summary import final_gain, roles, runs_of, setting_text
 

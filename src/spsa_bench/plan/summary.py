@@ -19,7 +19,8 @@ import xarray as xr
 
 from spsa_bench.analysis import stats
 from spsa_bench.analysis.tables import markdown_table
-from spsa_bench.config.param_block import ParamBlock, parse_block, printable_text
+from spsa_bench.config.block_guards import printable_text
+from spsa_bench.config.param_block import ParamBlock, parse_block
 from spsa_bench.model.instances import TruthPrior
 from spsa_bench.plan.spec import AUTOSELECT, LEVEL, PRIOR, ZERO_OFFSET
 
