@@ -253,3 +253,21 @@ def test_the_tune_command_writes_its_outputs(tmp_path):
     del raw["tuning"]
     config.write_text(yaml.safe_dump(raw))
     assert main([*args, "--output-dir", str(out), "--quiet"]) == 2
+
+
+def test_a_seed_without_a_finite_loss_is_refused_not_dropped(tuning_run):
+    """A NaN (or inf) final loss of a chosen arm would shrink n and move the mean; the
+    table refuses it, naming the arm, the cell and the seed."""
+    config, _, ds = tuning_run
+    choice = choose(ds)
+    bench = benchmark(np.random.default_rng(3), list(config.optimizers))
+    row = choice.iloc[0]
+    cell = {"optimizer": row.arm, "batch_mode": row.batch_mode, "scenario": row.scenario}
+    for bad in (np.nan, np.inf):
+        broken = bench.copy(deep=True)
+        seed = int(broken["seed"].values[1])
+        broken["elo_loss"].loc[{**cell, "seed": seed}] = bad
+        with pytest.raises(
+            ValueError, match=f"{row.arm} on {row.scenario} / {row.batch_mode}.* at seed {seed} "
+        ):
+            tuned_table(choice, broken, "adam-block")

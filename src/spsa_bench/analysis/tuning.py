@@ -163,6 +163,18 @@ def _check_held_out(choice: pd.DataFrame, seeds: np.ndarray) -> None:
         )
 
 
+def _check_finite(values: np.ndarray, seeds: np.ndarray, arm: str, cell: dict) -> None:
+    """A chosen setting's final losses on the test seeds must all be numbers: a seed
+    without one is refused by name, never dropped from the mean (n would shrink)."""
+    bad = np.flatnonzero(~np.isfinite(values))
+    if bad.size:
+        raise ValueError(
+            f"the benchmark's final elo_loss of {arm} on {cell['scenario']} / "
+            f"{cell['batch_mode']} is {values[bad[0]]} at seed {int(seeds[bad[0]])} "
+            f"({bad.size} seed(s) without a finite loss); rerun that cell"
+        )
+
+
 def tuned_table(
     choice: pd.DataFrame, benchmark_ds: xr.Dataset, baseline_sweep: str
 ) -> pd.DataFrame:
@@ -179,6 +191,7 @@ def tuned_table(
     for row in choice.itertuples(index=False):
         cell = {"batch_mode": row.batch_mode, "scenario": row.scenario}
         values = final.sel(optimizer=row.arm, **cell).values
+        _check_finite(values, final["seed"].values, row.arm, cell)
         if baseline_rows.empty:
             baseline_arm = baseline_sweep
         else:
