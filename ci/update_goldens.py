@@ -1,4 +1,4 @@
-"""Capture the golden files of tests/test_golden_cli.py and tests/test_golden_workflow.py.
+"""Capture the golden files of tests/cli/test_golden_cli.py and tests/e2e/test_golden_workflow.py.
 
 The goldens pin what the command line prints and which jobs the Snakemake workflow
 plans, so a refactor can show it changed neither. Capture them from a checkout whose

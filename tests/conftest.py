@@ -64,7 +64,7 @@ def small_config_dict(num_pairs: int = 2000) -> dict:
 @pytest.fixture(scope="session")
 def snakemake_env(tmp_path_factory) -> dict[str, str]:
     """The environment for Snakemake subprocesses: a stub ``scontrol`` first on PATH
-    (see tests/test_workflow.py), then this venv's executables."""
+    (see tests/e2e/test_workflow.py), then this venv's executables."""
     stub_dir = tmp_path_factory.mktemp("stub-bin")
     stub = stub_dir / "scontrol"
     stub.write_text("#!/bin/sh\nexit 1\n")
@@ -94,3 +94,16 @@ def random_rotations(rng, n_seeds: int, n_params: int):
             cos[s, i] = cos[s, j] = np.cos(phi)
             sin[s, i], sin[s, j] = -np.sin(phi), np.sin(phi)
     return partner, cos, sin
+
+
+def set_key(path, value):
+    """A mutation of a parsed configuration: the key at ``path`` (a sequence of keys)
+    set to ``value``."""
+
+    def mutate(raw):
+        node = raw
+        for key in path[:-1]:
+            node = node[key]
+        node[path[-1]] = value
+
+    return mutate

@@ -133,7 +133,7 @@ def probe_probabilities(theta, c, low, high) -> tuple[np.ndarray, np.ndarray]:
 
     (the same for either flip: swapped means the upper probe played the smaller
     integer). Broadcasts over its arguments; so ``c >= 1`` never gives equal integers
-    away from the bounds. tests/test_rounding.py checks it against the replay.
+    away from the bounds. tests/model/test_rounding.py checks it against the replay.
     """
     upper = np.minimum(np.asarray(theta, dtype=np.float64) + c, high)
     lower = np.maximum(np.asarray(theta, dtype=np.float64) - c, low)

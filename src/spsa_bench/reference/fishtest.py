@@ -5,7 +5,7 @@ and the update are plain Python floats, one parameter at a time, as the server
 (``server/fishtest/spsa_workflow.py``: ``parse_spsa_params``,
 ``build_spsa_worker_step``, ``apply_spsa_result_updates``) and the worker
 (``worker/games.py``) do them. The vectorized replay of the built-in ``spsa``
-optimizer must agree with it event by event (``tests/test_fishtest_reference.py``).
+optimizer must agree with it event by event (``tests/reference/test_fishtest_reference.py``).
 
 Per parameter ``i``, with ``N = num_pairs`` iterations (one per game pair)::
 

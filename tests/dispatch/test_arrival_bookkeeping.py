@@ -171,7 +171,7 @@ BAD = [
 def test_one_check_speaks_config_keys_and_field_names(change, as_config, as_fields):
     """The configuration loader and AsyncSettings run the same check; the loader's
     message names the keys and adds the batch mode's path."""
-    raw = read_yaml(Path(__file__).parents[1] / "config" / "config.yaml")
+    raw = read_yaml(Path(__file__).parents[2] / "config" / "config.yaml")
     mode = next(m for m in raw["batch_modes"].values() if m["workers"] > 1)
     name = next(n for n, m in raw["batch_modes"].items() if m is mode)
     for field, value in change.items():

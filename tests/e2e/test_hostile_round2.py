@@ -20,7 +20,7 @@ from spsa_bench.cli.main import main
 from spsa_bench.config.param_block import BlockError, parse_block
 from spsa_bench.plan import output as plan_output
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 TINY = REPO / ".test" / "config" / "config.yaml"
 BLOCK = "a,10,0,20,1,0.002\nb,100,0,200,10,0.002\n"
 #: The smallest plan: one setting of the search, 4 instances, 4,000 games.
@@ -335,7 +335,7 @@ def test_a_leading_byte_order_mark_is_dropped():
 @pytest.fixture
 def tune_setup(tmp_path, monkeypatch):
     """A configuration with a tuning section and a matching benchmark file (the
-    ``tests/test_tuning.py`` fixtures); ``argv(benchmark, output_dir)``."""
+    ``tests/studies/test_tuning.py`` fixtures); ``argv(benchmark, output_dir)``."""
     import yaml
     from test_tuning import benchmark, raw_config
 

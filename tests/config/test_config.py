@@ -5,7 +5,7 @@ import math
 
 import pytest
 import yaml
-from conftest import small_config_dict
+from conftest import set_key, small_config_dict
 
 from spsa_bench.cli.common import parse_seed_range
 from spsa_bench.config.loader import (
@@ -85,16 +85,6 @@ def test_the_default_sweeps_hold_the_hand_set_values(default_config_path):
         assert value in values and min(values) < value < max(values), sweep
 
 
-def _set(path, value):
-    def mutate(raw):
-        node = raw
-        for key in path[:-1]:
-            node = node[key]
-        node[path[-1]] = value
-
-    return mutate
-
-
 def _delete(path):
     def mutate(raw):
         node = raw
@@ -122,64 +112,68 @@ G0 = (*CAL, "groups", 0)
 BAD = [
     ("misspelled-top-key", _rename(("num_pairs",), "num_pair"), "num_pair"),
     ("missing-required", _delete(("num_pairs",)), "num_pairs"),
-    ("budget-zero", _set(("num_pairs",), 0), "num_pairs = 0"),
-    ("budget-negative", _set(("num_pairs",), -5), "num_pairs = -5"),
-    ("budget-float", _set(("num_pairs",), 100.5), "num_pairs = 100.5"),
-    ("budget-string", _set(("num_pairs",), "many"), 'num_pairs = "many"'),
+    ("budget-zero", set_key(("num_pairs",), 0), "num_pairs = 0"),
+    ("budget-negative", set_key(("num_pairs",), -5), "num_pairs = -5"),
+    ("budget-float", set_key(("num_pairs",), 100.5), "num_pairs = 100.5"),
+    ("budget-string", set_key(("num_pairs",), "many"), 'num_pairs = "many"'),
     (
         "batch-zero",
-        _set(("batch_modes", "sync", "batch_size"), 0),
+        set_key(("batch_modes", "sync", "batch_size"), 0),
         "batch_modes.sync.batch_size = 0",
     ),
     (
         "batch-over-budget",
-        _set(("batch_modes", "sync", "batch_size"), 5000),
+        set_key(("batch_modes", "sync", "batch_size"), 5000),
         "batch_modes.sync.batch_size = 5000",
     ),
-    ("unknown-signal", _set(("signal",), "halved"), 'signal = "halved"'),
-    ("w-dev-zero-active", _set((*G0, "w_dev"), 0.0), "groups[0].w_dev = 0.0"),
-    ("w-dev-negative", _set((*G0, "w_dev"), -1.0), "groups[0].w_dev = -1.0"),
-    ("w-true-nan", _set((*G0, "w_true"), math.nan), "groups[0].w_true = nan"),
-    ("theta-inf", _set((*G0, "theta_start"), math.inf), "groups[0].theta_start = inf"),
-    ("start-above-peak", _set((*CAL, "start_elo"), 1.0), "start_elo = 1.0"),
-    ("start-equals-peak", _set((*CAL, "start_elo"), 0.0), "start_elo = 0.0"),
+    ("unknown-signal", set_key(("signal",), "halved"), 'signal = "halved"'),
+    ("w-dev-zero-active", set_key((*G0, "w_dev"), 0.0), "groups[0].w_dev = 0.0"),
+    ("w-dev-negative", set_key((*G0, "w_dev"), -1.0), "groups[0].w_dev = -1.0"),
+    ("w-true-nan", set_key((*G0, "w_true"), math.nan), "groups[0].w_true = nan"),
+    ("theta-inf", set_key((*G0, "theta_start"), math.inf), "groups[0].theta_start = inf"),
+    ("start-above-peak", set_key((*CAL, "start_elo"), 1.0), "start_elo = 1.0"),
+    ("start-equals-peak", set_key((*CAL, "start_elo"), 0.0), "start_elo = 0.0"),
     (
         "bounds-reversed",
         lambda r: r["scenarios"]["calibrated"]["groups"][0].update(theta_min=2000, theta_max=0),
         "theta_min = 2000",
     ),
-    ("unknown-group-key", _set((*G0, "weight"), 1.0), "weight"),
-    ("bad-group-name", _set((*G0, "name"), "../etc"), "../etc"),
-    ("duplicate-group", _set((*CAL, "groups", 1, "name"), "w2-low"), "w2-low"),
+    ("unknown-group-key", set_key((*G0, "weight"), 1.0), "weight"),
+    ("bad-group-name", set_key((*G0, "name"), "../etc"), "../etc"),
+    ("duplicate-group", set_key((*CAL, "groups", 1, "name"), "w2-low"), "w2-low"),
     ("bad-scenario-name", _rename(CAL, "Calibrated/x"), "Calibrated/x"),
-    ("unknown-optimizer-name", _set(("optimizers", "spsa2"), {}), "spsa2"),
-    ("unknown-optimizer-kind", _set(("optimizers", "mine"), {"kind": "newton"}), "newton"),
-    ("unknown-hyper", _set(("optimizers", "spsa", "r_ned"), 0.1), "r_ned"),
-    ("negative-lr", _set(("optimizers", "spsa", "r_end"), -0.1), "optimizers.spsa.r_end = -0.1"),
-    ("gamma-above-one", _set(("optimizers", "spsa", "gamma"), 1.5), "optimizers.spsa.gamma = 1.5"),
-    ("hyper-wrong-type", _set(("optimizers", "spsa", "A"), "big"), 'optimizers.spsa.A = "big"'),
-    ("baseline-unknown", _set(("baseline",), "newton"), "baseline = 'newton'"),
+    ("unknown-optimizer-name", set_key(("optimizers", "spsa2"), {}), "spsa2"),
+    ("unknown-optimizer-kind", set_key(("optimizers", "mine"), {"kind": "newton"}), "newton"),
+    ("unknown-hyper", set_key(("optimizers", "spsa", "r_ned"), 0.1), "r_ned"),
+    ("negative-lr", set_key(("optimizers", "spsa", "r_end"), -0.1), "optimizers.spsa.r_end = -0.1"),
+    (
+        "gamma-above-one",
+        set_key(("optimizers", "spsa", "gamma"), 1.5),
+        "optimizers.spsa.gamma = 1.5",
+    ),
+    ("hyper-wrong-type", set_key(("optimizers", "spsa", "A"), "big"), 'optimizers.spsa.A = "big"'),
+    ("baseline-unknown", set_key(("baseline",), "newton"), "baseline = 'newton'"),
     (
         "no-power-of-two",
-        _set(("batch_modes", "async-fixed", "concurrency"), {"min": 5, "max": 7}),
+        set_key(("batch_modes", "async-fixed", "concurrency"), {"min": 5, "max": 7}),
         "async-fixed",
     ),
     (
         "speed-reversed",
-        _set(("batch_modes", "async-fixed", "speed"), {"min": 2.0, "max": 1.0}),
+        set_key(("batch_modes", "async-fixed", "speed"), {"min": 2.0, "max": 1.0}),
         "async-fixed",
     ),
     (
         "p95-below-median",
-        _set(("batch_modes", "async-fixed", "game_duration"), {"median": 180, "p95": 100}),
+        set_key(("batch_modes", "async-fixed", "game_duration"), {"median": 180, "p95": 100}),
         "async-fixed",
     ),
-    ("seeds-count-zero", _set(("seeds", "count"), 0), "seeds.count = 0"),
-    ("seeds-negative", _set(("seeds", "first"), -1), "seeds.first = -1"),
-    ("c-fraction-zero", _set((*CAL, "c_fraction"), 0.0), "c_fraction = 0.0"),
-    ("gap-negative", _set((*CAL, "c_elo_gap"), -2.0), "c_elo_gap = -2.0"),
-    ("workers-zero", _set(("batch_modes", "async-fixed", "workers"), 0), "workers = 0"),
-    ("target-one", _set(("targets",), [1.0]), "targets[0] = 1.0"),
+    ("seeds-count-zero", set_key(("seeds", "count"), 0), "seeds.count = 0"),
+    ("seeds-negative", set_key(("seeds", "first"), -1), "seeds.first = -1"),
+    ("c-fraction-zero", set_key((*CAL, "c_fraction"), 0.0), "c_fraction = 0.0"),
+    ("gap-negative", set_key((*CAL, "c_elo_gap"), -2.0), "c_elo_gap = -2.0"),
+    ("workers-zero", set_key(("batch_modes", "async-fixed", "workers"), 0), "workers = 0"),
+    ("target-one", set_key(("targets",), [1.0]), "targets[0] = 1.0"),
 ]
 
 

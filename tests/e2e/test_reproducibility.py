@@ -39,7 +39,7 @@ from spsa_bench.results.provenance import git_state
 
 pytestmark = pytest.mark.slow
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 TINY = REPO / ".test" / "config" / "config.yaml"
 BIN = Path(sys.executable).parent
 TARGET = "results/benchmark.nc"  # with the run files and schedules it is built from

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 FOREIGN_CONF = "# the site's own slurm.conf\nClusterName=site\n"
 
 STUBS = {

@@ -14,7 +14,7 @@ from spsa_bench.config.loader import ConfigError, read_yaml, schema_errors, vali
 from spsa_bench.config.schema import arm_schema, build_schema
 from spsa_bench.optimizers import REGISTRY
 
-CONFIGS = sorted((Path(__file__).parents[1] / "config").glob("*.yaml"))
+CONFIGS = sorted((Path(__file__).parents[2] / "config").glob("*.yaml"))
 
 
 def reference_valid(schema, instance) -> bool:

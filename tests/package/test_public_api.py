@@ -9,7 +9,7 @@ from pathlib import Path
 
 import spsa_bench
 
-SRC = str(Path(__file__).resolve().parents[1] / "src")
+SRC = str(Path(__file__).resolve().parents[2] / "src")
 
 
 def _python(code: str) -> subprocess.CompletedProcess:

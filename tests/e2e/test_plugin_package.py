@@ -21,7 +21,7 @@ import yaml
 
 from spsa_bench.results.cf import open_labelled
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 PLUGIN = REPO / "examples" / "optimizer-plugin"
 TINY = REPO / ".test" / "config" / "config.yaml"
@@ -42,7 +42,7 @@ def plugin_env(tmp_path_factory):
         capture_output=True,
         timeout=300,
     )
-    stub_dir = root / "stub-bin"  # see tests/test_workflow.py: no SLURM probe delay
+    stub_dir = root / "stub-bin"  # see tests/e2e/test_workflow.py: no SLURM probe delay
     stub_dir.mkdir()
     (stub_dir / "scontrol").write_text("#!/bin/sh\nexit 1\n")
     (stub_dir / "scontrol").chmod(0o755)
@@ -143,8 +143,8 @@ def test_shared_optimizer_and_isolation_tests_check_the_plugin_row(plugin_env):
         "-q",
         "-p",
         "no:cacheprovider",
-        "tests/test_optimizers_shared.py",
-        "tests/test_isolation.py",
+        "tests/optimizers/test_optimizers_shared.py",
+        "tests/optimizers/test_isolation.py",
         "-k",
         "spsa-momentum or isolation or import or ground_truth or hyperparameters_only",
         "-rA",

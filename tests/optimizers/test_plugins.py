@@ -2,7 +2,7 @@
 
 The entry points here are stand-ins with the interface of
 ``importlib.metadata.EntryPoint`` (name, value, dist, load); the real example
-package is installed and run end to end in tests/test_plugin_package.py.
+package is installed and run end to end in tests/e2e/test_plugin_package.py.
 """
 
 from __future__ import annotations

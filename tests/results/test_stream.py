@@ -17,7 +17,7 @@ from spsa_bench.results.combine import combine_benchmark, open_benchmark, write_
 from spsa_bench.results.datasets import open_run
 from spsa_bench.results.stream import stream_benchmark
 
-SRC = Path(__file__).resolve().parents[1] / "src"
+SRC = Path(__file__).resolve().parents[2] / "src"
 #: Attributes stamped with the time of writing.
 STAMPED = ("created", "history")
 

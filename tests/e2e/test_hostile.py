@@ -14,13 +14,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-from test_config import _set  # one key of a parsed config set to a value
+from conftest import set_key
 
 from spsa_bench.cli.common import parse_seed_range
 from spsa_bench.config.loader import ConfigError, load_config
 from spsa_bench.config.safe_yaml import load_text
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 TINY = REPO / ".test" / "config" / "config.yaml"
 MEMORY_LIMIT = 2 * 2**30  # bytes of address space per command
 CPU_SECONDS = 60
@@ -284,15 +284,15 @@ ASYNC = ("batch_modes", "async-fixed")
 @pytest.mark.parametrize(
     "edit, words",
     [
-        (_set((*CAL, "c_fraction"), 5e-324), ("c_fraction",)),
-        (_set((*CAL, "groups", 0, "theta_start"), 1e200), ("scenarios.calibrated",)),
-        (_set((*ASYNC, "game_duration"), {"median": 180, "p95": 1e30}), ("game_duration.p95",)),
-        (_set((*ASYNC, "speed"), {"min": 5e-324, "max": 1}), ("speed.min",)),
-        (_set(("seeds", "first"), 2**63), ("seeds.first",)),
-        (_set(("seeds", "count"), 10**9), ("seeds.count",)),
-        (_set(("seeds", "count"), 1e9), ("seeds.count",)),
-        (_set(("entropy",), 2**70), ("entropy",)),
-        (_set(("checkpoints",), 2002), ("checkpoints = 2002", "num_pairs = 2000")),
+        (set_key((*CAL, "c_fraction"), 5e-324), ("c_fraction",)),
+        (set_key((*CAL, "groups", 0, "theta_start"), 1e200), ("scenarios.calibrated",)),
+        (set_key((*ASYNC, "game_duration"), {"median": 180, "p95": 1e30}), ("game_duration.p95",)),
+        (set_key((*ASYNC, "speed"), {"min": 5e-324, "max": 1}), ("speed.min",)),
+        (set_key(("seeds", "first"), 2**63), ("seeds.first",)),
+        (set_key(("seeds", "count"), 10**9), ("seeds.count",)),
+        (set_key(("seeds", "count"), 1e9), ("seeds.count",)),
+        (set_key(("entropy",), 2**70), ("entropy",)),
+        (set_key(("checkpoints",), 2002), ("checkpoints = 2002", "num_pairs = 2000")),
     ],
 )
 def test_settings_the_model_cannot_represent_are_refused_naming_the_key(tmp_path, edit, words):
@@ -316,18 +316,18 @@ def _budget_games(games):
 @pytest.mark.parametrize(
     "edit, words",
     [
-        (_set(("games",), 4000), ("num_pairs, games", "not both")),
+        (set_key(("games",), 4000), ("num_pairs, games", "not both")),
         (_budget_games(2500), ("games = 2500", "multiples of 1,000")),
         (_budget_games(10**7), ("games = 10000000",)),
-        (_set(TUNE, {"fishtest_params": "a,1,0,2,1,0\nb,1,0,2,x,0\n"}), ("line 2", "field c_end")),
-        (_set(TUNE, {"fishtest_params_file": "missing.txt"}), ("fishtest_params_file", "cannot read")),
-        (_set(TUNE, {"synthetic_tune": {"params": 4}, "fishtest_params": "a,1,0,2,1,0"}),
+        (set_key(TUNE, {"fishtest_params": "a,1,0,2,1,0\nb,1,0,2,x,0\n"}), ("line 2", "field c_end")),
+        (set_key(TUNE, {"fishtest_params_file": "missing.txt"}), ("fishtest_params_file", "cannot read")),
+        (set_key(TUNE, {"synthetic_tune": {"params": 4}, "fishtest_params": "a,1,0,2,1,0"}),
          ("scenarios.tune", "exactly one")),
-        (_set(TUNE, {"synthetic_tune": {"params": 4}, "truth": {"interaction": 2}}),
+        (set_key(TUNE, {"synthetic_tune": {"params": 4}, "truth": {"interaction": 2}}),
          ("scenarios.tune.truth.interaction",)),
-        (_set(TUNE, {"synthetic_tune": {"params": 4}, "truth": {"elo_per_c_end": {"min": 1, "max": 0.1}}}),
+        (set_key(TUNE, {"synthetic_tune": {"params": 4}, "truth": {"elo_per_c_end": {"min": 1, "max": 0.1}}}),
          ("scenarios.tune.truth.elo_per_c_end.min",)),
-        (_set(TUNE, {"synthetic_tune": {"params": 4}, "peak_elo": 0}),
+        (set_key(TUNE, {"synthetic_tune": {"params": 4}, "peak_elo": 0}),
          ("scenarios.tune.peak_elo",)),
     ],
 )  # fmt: skip
@@ -554,7 +554,7 @@ def test_the_workflow_reads_config_configfile_with_the_bounded_loader(tmp_path):
 
 
 def test_the_workflow_refuses_unrepresentable_settings_before_any_job(tmp_path):
-    config = tiny(tmp_path, _set((*CAL, "c_fraction"), 5e-324))
+    config = tiny(tmp_path, set_key((*CAL, "c_fraction"), 5e-324))
     result = workflow("--config", f"configfile={config}", cwd=tmp_path)
     text = result.stdout + result.stderr
     assert result.returncode != 0 and "scenarios.calibrated.c_fraction" in text, text

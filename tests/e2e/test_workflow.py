@@ -26,7 +26,7 @@ from spsa_bench.engine.simulate import simulate
 from spsa_bench.optimizers import REGISTRY
 from spsa_bench.results.cf import open_labelled
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 TINY = REPO / ".test" / "config" / "config.yaml"
 BIN = Path(sys.executable).parent
 

@@ -94,7 +94,7 @@ def test_every_optimizer_is_built_from_view_and_hyperparameters_only():
 
 def test_plugin_modules_import_only_what_optimizers_may():
     """A plugin's builder module is held to the built-ins' import rule (with the example
-    plugin installed, tests/test_plugin_package.py runs this file)."""
+    plugin installed, tests/e2e/test_plugin_package.py runs this file)."""
     for kind, spec in REGISTRY.plugins().items():
         path = Path(inspect.getsourcefile(spec.build))
         for name in _imports(path):

@@ -10,7 +10,7 @@ from conftest import small_config_dict
 
 from spsa_bench.cli.main import main
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")

@@ -207,6 +207,7 @@ def test_workers_study_command_writes_every_output(tmp_path):
     import yaml
 
     from spsa_bench.cli.main import main
+
     OUTPUTS = [output.file for output in STUDIES["workers_study"].outputs]
 
     raw = _study_config()

@@ -46,7 +46,7 @@ from spsa_bench.config.loader import without_studies
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SNAKEFILE = REPO / "Snakefile"
 PROFILE = REPO / "profiles" / "slurm"
 TINY = REPO / ".test" / "config" / "config.yaml"

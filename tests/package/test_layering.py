@@ -31,7 +31,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SOURCE = REPO / "src"
 PACKAGE = SOURCE / "spsa_bench"
 ARCHITECTURE = REPO / "docs" / "architecture.md"

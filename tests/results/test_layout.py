@@ -23,7 +23,7 @@ from spsa_bench.results.cf import labels_to_auxiliary
 from spsa_bench.results.datasets import open_run
 from spsa_bench.results.layout import Layout
 
-SRC = str(Path(__file__).resolve().parents[1] / "src")
+SRC = str(Path(__file__).resolve().parents[2] / "src")
 
 #: (arm, batch mode, scenario): one bowl and per-seed instances, sync and both
 #: asynchronous modes, an arm with state extras and one with derived scalars.

@@ -46,7 +46,7 @@ from spsa_bench.results.atomic import write_atomic
 from spsa_bench.results.combine import combine_runs
 from spsa_bench.results.datasets import open_run
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 TINY = REPO / ".test" / "config" / "config.yaml"
 BIN = Path(sys.executable).parent
 

@@ -14,7 +14,7 @@ from spsa_bench.config.loader import ConfigError, resolve
 from spsa_bench.config.sections import SECTIONS
 from spsa_bench.studies import STUDIES
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _workers_arm(settings):

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 PROFILE = REPO / "profiles" / "slurm"
 UP_HINT = "start a local single-node SLURM with: bash ci/slurm-up.sh"
 
