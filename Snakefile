@@ -30,6 +30,10 @@ include: "workflow/rules/noise.smk"
 include: "workflow/rules/studies.smk"
 
 
+onsuccess:
+    print(grid.done_message())
+
+
 rule all:
     default_target: True
     input:

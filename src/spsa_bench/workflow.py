@@ -264,3 +264,16 @@ def coerce_strings(raw: dict) -> dict:
             props = arm_properties(spec.hyper) if spec is not None else {}
             out["optimizers"][name] = _coerce(arm, {"properties": props})
     return out
+
+
+def done_message(results: str = "results") -> str:
+    """What a finished run prints last: where its results are, the findings page when
+    the run wrote one, and the command that builds the report."""
+    from pathlib import Path
+
+    lines = [f"spsa-bench: done; the results are in {results}/"]
+    findings = Path(results) / "findings.md"
+    if findings.exists():
+        lines.append(f"  what the run found: {findings}")
+    lines.append(f"  the report: snakemake --report {results}/report.html")
+    return "\n".join(lines)
