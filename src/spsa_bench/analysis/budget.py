@@ -8,6 +8,11 @@ test seeds with its 95% Student-t interval, and the paired difference to the
 baseline arm (its choice made the same way) with its interval and Holm-adjusted
 p-value (the family: every non-baseline row). The figure, the *budget figure*,
 shows the final loss and the paired difference against the budget.
+
+The budget check of the main tables applies (:func:`spsa_bench.analysis.relaxation.study_verdicts`):
+a (scenario, budget) whose budget is below the predicted need of the grid's reference arm
+on that scenario is NOT RANKED (``ranked`` False, ``shortfall`` "budget below need: ..."
+with the need and the budget); no winner is read from it.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from spsa_bench.analysis import stats
+from spsa_bench.analysis import relaxation, stats
 from spsa_bench.analysis.tables import interval, markdown_table
 
 LEVEL = 0.95
@@ -82,8 +87,16 @@ def _cell_row(ds: xr.Dataset, cell: dict, arm: str, t: int, label: str) -> dict:
     }
 
 
-def budget_table(ds: xr.Dataset) -> pd.DataFrame:
-    """The study as a tidy table, one row per (scenario, budget, arm, tuning)."""
+def budget_verdicts(ds: xr.Dataset) -> pd.DataFrame:
+    """The budget check of every (scenario, budget) of the study."""
+    cells = [(s, int(b)) for s in ds["scenario"].values for b in ds["budget"].values]
+    return relaxation.study_verdicts(ds, cells)
+
+
+def budget_table(ds: xr.Dataset, verdicts: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The study as a tidy table, one row per (scenario, budget, arm, tuning), with its
+    cell's budget check (``need_pairs``, ``budget_fraction``, ``ranked``, ``shortfall``;
+    ``verdicts``: :func:`budget_verdicts`, computed when not given)."""
     rows = []
     for scenario in ds["scenario"].values:
         for budget in ds["budget"].values:
@@ -93,7 +106,10 @@ def budget_table(ds: xr.Dataset) -> pd.DataFrame:
                     rows.append(_cell_row(ds, cell, str(arm), t, label))
     table = pd.DataFrame(rows)
     table["p_holm"] = stats.holm(table["p"].to_numpy())
-    return table
+    verdicts = budget_verdicts(ds) if verdicts is None else verdicts
+    check = verdicts.rename(columns={"budget_pairs": "budget"}).set_index(["scenario", "budget"])
+    columns = ["need_pairs", "budget_fraction", "ranked", "shortfall"]
+    return table.join(check[columns], on=["scenario", "budget"])
 
 
 def _budget_label(pairs: int) -> str:
@@ -108,14 +124,22 @@ def _summary_markdown(table: pd.DataFrame) -> str:
     shown.loc[shown["at_edge"], "cell"] += " (edge)"
     grid = shown.pivot(index=["scenario", "budget"], columns="arm", values="cell")
     grid = grid.reindex(columns=list(dict.fromkeys(shown["arm"]))).reset_index()
-    grid["budget"] = grid["budget"].map(lambda n: f"{n:,}")
+    ranked = shown.drop_duplicates(["scenario", "budget"]).set_index(["scenario", "budget"])
+    grid["budget"] = [
+        f"{b:,}" if ranked.loc[(s, b), "ranked"] else f"{b:,} (NOT RANKED)"
+        for s, b in zip(grid["scenario"], grid["budget"], strict=True)
+    ]
     heading = {"scenario": "scenario", "budget": "pairs"}
     heading.update({arm: arm for arm in grid.columns if arm not in heading})
     return markdown_table(grid, heading)
 
 
-def budget_markdown(table: pd.DataFrame, ds: xr.Dataset) -> str:
-    """The table as Markdown, with what it measures and under which assumptions."""
+def budget_markdown(
+    table: pd.DataFrame, ds: xr.Dataset, verdicts: pd.DataFrame | None = None
+) -> str:
+    """The table as Markdown, with the budget check, what it measures and under which
+    assumptions (``verdicts``: :func:`budget_verdicts`, computed when not given)."""
+    verdicts = budget_verdicts(ds) if verdicts is None else verdicts
     baseline = str(ds.attrs["baseline"])
     pct = f"{LEVEL:.0%}"
     t = table.copy()
@@ -140,6 +164,14 @@ def budget_markdown(table: pd.DataFrame, ds: xr.Dataset) -> str:
         f"Choice: {ds.attrs['choice']}.",
         "",
         f"Assumption: {ds.attrs['assumption']}.",
+        "",
+        "## Budget check",
+        "",
+        'As in the main tables (docs/benchmark.md, "Is the budget big enough?"), a budget '
+        "below the predicted need of the grid's reference SPSA arm on the scenario is NOT "
+        "RANKED: its rows are shown for the record and no winner is read from them.",
+        "",
+        *relaxation.study_verdict_lines(verdicts, "winner"),
         "",
         "## Mean final loss (oracle choice for tuned arms)",
         "",
@@ -251,5 +283,7 @@ def write_report(ds: xr.Dataset, paths) -> list:
     ``paths`` (in that order), each written atomically."""
     from spsa_bench.analysis.study_files import write_study_files
 
-    table = budget_table(ds)
-    return write_study_files(ds, paths, table, budget_markdown(table, ds), budget_figure(ds))
+    verdicts = budget_verdicts(ds)
+    table = budget_table(ds, verdicts)
+    markdown = budget_markdown(table, ds, verdicts)
+    return write_study_files(ds, paths, table, markdown, budget_figure(ds))

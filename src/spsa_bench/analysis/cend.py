@@ -5,6 +5,11 @@ Student-t interval over seeds, the paired difference to the baseline arm (the
 study's first) with its interval and Holm-adjusted p-value (the family: every
 non-baseline row), and the shares of equal and swapped integers the worker
 played. The figure shows the loss and the paired difference against c_end.
+
+The budget check of the main tables applies (:func:`spsa_bench.analysis.relaxation.study_verdicts`):
+when the study's budget is below the predicted need of the grid's reference arm on its
+scenario, every row is NOT RANKED (``ranked`` False, ``shortfall`` "budget below need: ..."
+with the need and the budget) and no winner is read from the table.
 """
 
 from __future__ import annotations
@@ -13,14 +18,21 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from spsa_bench.analysis import stats
+from spsa_bench.analysis import relaxation, stats
 from spsa_bench.analysis.tables import interval, markdown_table
 
 LEVEL = 0.95
 
 
-def cend_table(ds: xr.Dataset) -> pd.DataFrame:
-    """The study as a tidy table, one row per (arm, c_end)."""
+def budget_verdicts(ds: xr.Dataset) -> pd.DataFrame:
+    """The budget check of the study's one comparison (its scenario at its budget)."""
+    return relaxation.study_verdicts(ds, [(ds.attrs["scenario"], int(ds.attrs["num_pairs"]))])
+
+
+def cend_table(ds: xr.Dataset, verdicts: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The study as a tidy table, one row per (arm, c_end), with the budget check
+    (``need_pairs``, ``budget_fraction``, ``ranked``, ``shortfall``; ``verdicts``:
+    :func:`budget_verdicts`, computed when not given)."""
     baseline = str(ds.attrs["baseline"])
     loss = ds["final_elo_loss"]
     rows = []
@@ -56,11 +68,16 @@ def cend_table(ds: xr.Dataset) -> pd.DataFrame:
             )
     table = pd.DataFrame(rows)
     table["p_holm"] = stats.holm(table["p"].to_numpy())
+    verdict = (budget_verdicts(ds) if verdicts is None else verdicts).iloc[0]
+    for column in ("need_pairs", "budget_fraction", "ranked", "shortfall"):
+        table[column] = verdict[column]
     return table
 
 
-def cend_markdown(table: pd.DataFrame, ds: xr.Dataset) -> str:
-    """The table as Markdown, with what it measures and under which assumptions."""
+def cend_markdown(table: pd.DataFrame, ds: xr.Dataset, verdicts: pd.DataFrame | None = None) -> str:
+    """The table as Markdown, with the budget check, what it measures and under which
+    assumptions (``verdicts``: :func:`budget_verdicts`, computed when not given)."""
+    verdicts = budget_verdicts(ds) if verdicts is None else verdicts
     baseline = str(ds.attrs["baseline"])
     t = table.copy()
     t["loss_ci"] = interval(t, "loss_low", "loss_high")
@@ -80,6 +97,10 @@ def cend_markdown(table: pd.DataFrame, ds: xr.Dataset) -> str:
         "integer / integers in the opposite order to the flip.",
         "",
         f"Assumption: {ds.attrs['assumption']}.",
+        "",
+        'Budget check (as in the main tables, docs/benchmark.md, "Is the budget big enough?"):',
+        "",
+        *relaxation.study_verdict_lines(verdicts, "winner"),
         "",
         markdown_table(
             t,
@@ -150,5 +171,7 @@ def write_report(ds: xr.Dataset, paths) -> list:
     ``paths`` (in that order), each written atomically."""
     from spsa_bench.analysis.study_files import write_study_files
 
-    table = cend_table(ds)
-    return write_study_files(ds, paths, table, cend_markdown(table, ds), cend_figure(ds))
+    verdicts = budget_verdicts(ds)
+    table = cend_table(ds, verdicts)
+    markdown = cend_markdown(table, ds, verdicts)
+    return write_study_files(ds, paths, table, markdown, cend_figure(ds))

@@ -192,15 +192,23 @@ def _reference(cells: pd.DataFrame, baseline: str) -> pd.Series | None:
     return (own if not own.empty else predicted).iloc[0]
 
 
+def budget_shortfall(budget: float, need: float, arm: str) -> str:
+    """Rule (a) of the module docstring: why a budget is below ``arm``'s predicted need,
+    empty when it is not (or there is no prediction, ``need`` NaN)."""
+    if not budget < need:
+        return ""
+    return (
+        f"the budget, {budget:,.0f} pairs, is {budget / need:.2g} of the "
+        f"{_pairs_text(need)} `{arm}` needs (short by {_pairs_text(need - budget)})"
+    )
+
+
 def _shortfall(budget: float, reference: pd.Series | None, relaxed: float, arm: str) -> str:
     """Why a comparison is not ranked, empty when it is (module docstring)."""
     if reference is not None:
-        need = float(reference["predicted_need_pairs"])
-        if budget < need:
-            return (
-                f"the budget, {budget:,.0f} pairs, is {budget / need:.2g} of the "
-                f"{_pairs_text(need)} `{arm}` needs (short by {_pairs_text(need - budget)})"
-            )
+        short = budget_shortfall(budget, float(reference["predicted_need_pairs"]), arm)
+        if short:
+            return short
     if not math.isfinite(relaxed):
         return f"the mean loss of `{arm}` has not relaxed within the budget (measured)"
     return ""
@@ -248,3 +256,92 @@ def verdict_line(ranked: bool, shortfall: str, reference: str, need: float, budg
         f"Ranked by mean final loss: the budget, {budget:,.0f} pairs, is "
         f"{budget / need:.2g} × the {_pairs_text(need)} `{reference}` needs."
     )
+
+
+# ---------------------------------------------------------------- the studies' check
+
+#: What a study's comparison below the need is marked with (before the shortfall).
+BELOW_NEED = "budget below need"
+#: The columns of :func:`study_verdicts`.
+STUDY_VERDICT_COLUMNS = [
+    "scenario",
+    "budget_pairs",
+    "reference",
+    "need_pairs",
+    "budget_fraction",
+    "ranked",
+    "shortfall",
+]
+
+
+def reference_need(config, scenario: str, seeds) -> tuple[str, float]:
+    """The reference arm of a scenario's comparisons and its predicted need in pairs, by
+    :func:`problem_verdicts`' rule over the grid of ``config``: the baseline when it has a
+    prediction, else the first arm that has one (``(baseline, NaN)`` when none has). The
+    prediction averages the first :data:`PREDICTED_SEEDS` of ``seeds``, as the main tables'."""
+    from spsa_bench.engine.simulate import make_problem
+
+    problem = make_problem(config, scenario, [int(s) for s in seeds][:PREDICTED_SEEDS])
+    hessian = linear_spsa.loss_hessian(problem.bowl, problem.view.c_dev)
+    names = [config.baseline, *(name for name in config.optimizers if name != config.baseline)]
+    for name in names:
+        arm = config.optimizer(name)
+        if linear_spsa.not_predicted(arm, problem.view) is None:
+            model = linear_spsa.linearise(arm, problem, config.signal, hessian)
+            return name, linear_spsa.predicted_need(arm, problem, model)
+    return config.baseline, math.nan
+
+
+def study_verdicts(ds: xr.Dataset, cells) -> pd.DataFrame:
+    """The budget check of a study's comparisons: one row per ``(scenario, budget)`` of
+    ``cells`` (columns :data:`STUDY_VERDICT_COLUMNS`), NOT RANKED (``ranked`` False, the
+    ``shortfall`` starting with :data:`BELOW_NEED`) when the budget is below the reference
+    arm's predicted need (rule (a) of the module docstring; a study records final losses
+    only, so rule (b) does not apply). The grid and the seeds are those the study's dataset
+    records (its ``config`` attribute and ``seed`` coordinate); a dataset that records no
+    configuration cannot be checked: every row ranked, ``reference`` empty, need NaN."""
+    if "config" not in ds.attrs:  # nothing to check against: every row unchecked
+        rows = [(str(s), int(b), "", math.nan, math.nan, True, "") for s, b in cells]
+        return pd.DataFrame(rows, columns=STUDY_VERDICT_COLUMNS)
+    config = benchmark_config(ds)
+    seeds = ds["seed"].values
+    needs: dict[str, tuple[str, float]] = {}
+    rows = []
+    for scenario, budget in cells:
+        scenario, budget = str(scenario), float(budget)
+        if scenario not in needs:
+            needs[scenario] = reference_need(config, scenario, seeds)
+        arm, need = needs[scenario]
+        short = budget_shortfall(budget, need, arm)
+        rows.append(
+            {
+                "scenario": scenario,
+                "budget_pairs": int(budget),
+                "reference": arm,
+                "need_pairs": need,
+                "budget_fraction": budget / need if need > 0 else math.inf,
+                "ranked": short == "",
+                "shortfall": f"{BELOW_NEED}: {short}" if short else "",
+            }
+        )
+    return pd.DataFrame(rows, columns=STUDY_VERDICT_COLUMNS)
+
+
+def study_verdict_lines(verdicts: pd.DataFrame, what: str) -> list[str]:
+    """Markdown lines, one per comparison of :func:`study_verdicts`: ranked with its budget
+    and need, or **NOT RANKED** with the shortfall and what is withheld (``what``)."""
+    lines = []
+    for row in verdicts.itertuples(index=False):
+        label = f"`{row.scenario}` at {row.budget_pairs:,} pairs"
+        if not row.ranked:
+            lines.append(f"- {label}: **NOT RANKED**, {row.shortfall}; no {what} is read from it.")
+        elif not row.reference:
+            lines.append(f"- {label}: budget not checked (the dataset records no configuration).")
+        elif math.isnan(row.need_pairs):
+            lines.append(f"- {label}: ranked (no arm of the grid has a predicted need).")
+        else:
+            lines.append(
+                f"- {label}: ranked, the budget is {row.budget_fraction:.2g} × the "
+                f"{_pairs_text(row.need_pairs)} `{row.reference}` needs."
+            )
+    return lines

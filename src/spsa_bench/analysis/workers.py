@@ -11,6 +11,11 @@ difference of final Elo loss (async minus sync) is paired seed by seed.
   difference's interval is at most the study's margin.
 - :func:`safe_concurrency` - per (scenario, arm): the largest worker count up to
   which every pool is within the margin (the first failure ends the range).
+
+The budget check of the main tables applies (:func:`spsa_bench.analysis.relaxation.study_verdicts`):
+a scenario whose budget is below the predicted need of the grid's reference arm is NOT
+RANKED ("budget below need", with the need and the budget in ``shortfall``), and no safe
+concurrency is declared from it (``safe_workers`` empty, ``safe`` "NOT RANKED").
 - :func:`workers_markdown` and :func:`workers_figure` render both.
 """
 
@@ -20,7 +25,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from spsa_bench.analysis import stats
+from spsa_bench.analysis import relaxation, stats
 from spsa_bench.analysis.tables import interval, markdown_table
 
 LEVEL = 0.95
@@ -33,8 +38,20 @@ def _mean(values) -> float:
     return float(np.nanmean(x)) if np.isfinite(x).any() else np.nan
 
 
-def workers_table(ds: xr.Dataset) -> pd.DataFrame:
-    """The study as a tidy table, one row per (scenario, arm, workers)."""
+#: What the safe-concurrency cell of a scenario below its budget's need says.
+NOT_RANKED = "NOT RANKED (budget below need)"
+
+
+def budget_verdicts(ds: xr.Dataset) -> pd.DataFrame:
+    """The budget check of every scenario of the study at its budget (``num_pairs``)."""
+    budget = int(ds.attrs["num_pairs"])
+    return relaxation.study_verdicts(ds, [(s, budget) for s in ds["scenario"].values])
+
+
+def workers_table(ds: xr.Dataset, verdicts: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The study as a tidy table, one row per (scenario, arm, workers), with its
+    scenario's budget check (``need_pairs``, ``budget_fraction``, ``ranked``,
+    ``shortfall``; ``verdicts``: :func:`budget_verdicts`, computed when not given)."""
     margin = float(ds.attrs["margin"])
     loss = ds["final_elo_loss"]
     sync = ds["sync_final_elo_loss"]
@@ -76,7 +93,9 @@ def workers_table(ds: xr.Dataset) -> pd.DataFrame:
     table["p_holm"] = stats.holm(table["p"].to_numpy())
     # NaN (fewer than two paired seeds) compares False: not shown to be within the margin.
     table["within_margin"] = table["diff_high"] <= margin
-    return table
+    verdicts = budget_verdicts(ds) if verdicts is None else verdicts
+    check = verdicts.set_index("scenario")[["need_pairs", "budget_fraction", "ranked", "shortfall"]]
+    return table.join(check, on="scenario")
 
 
 def safe_concurrency(ds: xr.Dataset, table: pd.DataFrame | None = None) -> pd.DataFrame:
@@ -87,11 +106,14 @@ def safe_concurrency(ds: xr.Dataset, table: pd.DataFrame | None = None) -> pd.Da
     that fails ends the safe range even when a larger pool is within the margin
     again (those counts are listed in ``within_above``). ``safe_workers = 0``
     (label "none") when even the smallest tested pool fails; when no pool
-    fails, W is the largest tested count and the label says so.
+    fails, W is the largest tested count and the label says so. A scenario NOT
+    RANKED by the budget check has none: ``safe_workers`` empty, ``safe``
+    :data:`NOT_RANKED`, no first failure read (``ranked`` and ``shortfall`` say why).
     """
     table = workers_table(ds) if table is None else table
     rows = []
     for (scenario, arm), group in table.groupby(["scenario", "arm"], sort=False):
+        ranked = bool(group["ranked"].iloc[0])
         group = group.sort_values("workers")
         workers = group["workers"].to_numpy()
         within = group["within_margin"].to_numpy(dtype=bool)
@@ -109,17 +131,23 @@ def safe_concurrency(ds: xr.Dataset, table: pd.DataFrame | None = None) -> pd.Da
             {
                 "scenario": scenario,
                 "arm": arm,
-                "safe_workers": safe,
-                "safe": label,
-                "first_failing": int(workers[first]) if failing.size else np.nan,
-                "within_above": " ".join(str(w) for w in workers[first + 1 :][within[first + 1 :]]),
+                "safe_workers": safe if ranked else pd.NA,
+                "safe": label if ranked else NOT_RANKED,
+                "first_failing": int(workers[first]) if failing.size and ranked else np.nan,
+                "within_above": " ".join(str(w) for w in workers[first + 1 :][within[first + 1 :]])
+                if ranked
+                else "",
                 "sync_mean": float(largest["sync_mean"]),
                 "max_workers": int(largest["workers"]),
                 "loss_at_max": float(largest["loss_mean"]),
                 "diff_at_max": float(largest["diff_mean"]),
+                "ranked": ranked,
+                "shortfall": str(group["shortfall"].iloc[0]),
             }
         )
-    return pd.DataFrame(rows)
+    safe = pd.DataFrame(rows)
+    safe["safe_workers"] = safe["safe_workers"].astype("Int64")
+    return safe
 
 
 def _safe_markdown(safe: pd.DataFrame, reference: str) -> str:
@@ -174,8 +202,12 @@ def _every_count_markdown(table: pd.DataFrame, reference: str, margin: float, pc
     return markdown_table(t, columns)
 
 
-def workers_markdown(table: pd.DataFrame, safe: pd.DataFrame, ds: xr.Dataset) -> str:
-    """Safe concurrency, then the whole table, as Markdown with what they measure."""
+def workers_markdown(
+    table: pd.DataFrame, safe: pd.DataFrame, ds: xr.Dataset, verdicts: pd.DataFrame | None = None
+) -> str:
+    """The budget check, safe concurrency, then the whole table, as Markdown with what they
+    measure (``verdicts``: :func:`budget_verdicts`, computed when not given)."""
+    verdicts = budget_verdicts(ds) if verdicts is None else verdicts
     reference = str(ds.attrs["reference"])
     margin = float(ds.attrs["margin"])
     pct = f"{LEVEL:.0%}"
@@ -201,6 +233,15 @@ def workers_markdown(table: pd.DataFrame, safe: pd.DataFrame, ds: xr.Dataset) ->
         "interval is not within the margin.",
         "",
         f"Assumption: {ds.attrs['assumption']}.",
+        "",
+        "## Budget check",
+        "",
+        'As in the main tables (docs/benchmark.md, "Is the budget big enough?"), a '
+        "scenario whose budget is below the predicted need of the grid's reference SPSA arm is "
+        "NOT RANKED: its rows below are shown for the record and no safe concurrency is read "
+        "from them.",
+        "",
+        *relaxation.study_verdict_lines(verdicts, "safe concurrency"),
         "",
         "## Safe concurrency",
         "",
@@ -318,9 +359,10 @@ def write_report(ds: xr.Dataset, paths) -> list:
     from spsa_bench.analysis.study_files import write_study_files
     from spsa_bench.results.atomic import atomic_write
 
-    table = workers_table(ds)
+    verdicts = budget_verdicts(ds)
+    table = workers_table(ds, verdicts)
     safe = safe_concurrency(ds, table)
-    markdown = workers_markdown(table, safe, ds)
+    markdown = workers_markdown(table, safe, ds, verdicts)
     written = write_study_files(ds, paths[:5], table, markdown, workers_figure(ds))
     safe_path = Path(paths[5])
     atomic_write(safe_path, lambda tmp: safe.to_csv(tmp, index=False))
