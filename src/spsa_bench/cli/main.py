@@ -27,6 +27,7 @@ from spsa_bench.cli import (
     simulate,
     study,
     tune,
+    tunes,
     validate,
 )
 from spsa_bench.config.loader import ConfigError
@@ -37,6 +38,7 @@ COMMANDS = {
     "simulate": simulate, "list": listing, "schema": schema, "validate": validate,
     "schedule": schedule, "bench": bench, "noise": noise, **study.commands(),
     "tune": tune, "plan": plan,
+    "tunes": tunes,
 }  # fmt: skip
 
 
