@@ -24,6 +24,7 @@ or ``w_dev = 0``) it falls back to ``0.05 * (theta_max - theta_min)``.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,6 +34,8 @@ from spsa_bench.model.pentanomial import MAX_OPPONENT_ELO
 from spsa_bench.model.tiles import RowTiles
 
 FALLBACK_C_FRACTION = 0.05
+#: Fishtest's time controls, shortest first (the order of ``SeedBowls.tc_theta_peak``).
+TIME_CONTROLS = ("STC", "LTC", "VLTC")
 
 
 def _readonly(values) -> np.ndarray:
@@ -108,6 +111,14 @@ class SeedBowls:
         y_i     = cos[seed, i] * z_i + sin[seed, i] * z_partner(i)
         Elo     = peak_elo - sum_i elo_per_scale[seed, i] * y_i**2
 
+    With an optional ``plateau`` (half-widths ``w[seed, i] >= 0`` in scale units) the
+    bottom of each rotated axis is flat: ``y_i`` is replaced by the soft threshold
+    ``sign(y_i) max(|y_i| - w_i, 0)``, so the Elo and its gradient along ``y_i`` are
+    exactly 0 while ``|y_i| <= w_i`` and the bowl is quadratic outside.
+    ``tc_theta_peak`` (optional, ``(time control, seed, param)`` in the order of
+    :data:`TIME_CONTROLS`) holds the optimum at each time control; ``theta_peak`` is
+    the one at the tuned time control (:meth:`at_time_control`).
+
     so without rotation a parameter one ``s_i`` from its optimum costs
     ``elo_per_scale[seed, i]`` Elo. For a pair ``(i, j)`` rotated by ``phi``:
     ``cos = cos(phi)`` for both, ``sin[i] = -sin(phi)``, ``sin[j] = +sin(phi)``; an
@@ -122,9 +133,11 @@ class SeedBowls:
     cos: np.ndarray | None = None
     sin: np.ndarray | None = None
     peak_elo: float = 0.0
+    plateau: np.ndarray | None = None
+    tc_theta_peak: np.ndarray | None = None
 
     def __post_init__(self) -> None:
-        for name in ("theta_peak", "elo_per_scale", "scale", "cos", "sin"):
+        for name in ("theta_peak", "elo_per_scale", "scale", "cos", "sin", "plateau"):
             if getattr(self, name) is not None:
                 object.__setattr__(self, name, _readonly(getattr(self, name)))
         if self.partner is not None:
@@ -137,6 +150,29 @@ class SeedBowls:
             )
         if np.any(self.elo_per_scale < 0):
             raise ValueError("elo_per_scale must be >= 0")
+        if self.plateau is not None and (
+            self.plateau.shape != self.theta_peak.shape or np.any(self.plateau < 0)
+        ):
+            raise ValueError("plateau must be >= 0 and of theta_peak's (seed, param) shape")
+        if self.tc_theta_peak is not None:
+            peaks = _readonly(self.tc_theta_peak)
+            if peaks.shape != (len(TIME_CONTROLS),) + self.theta_peak.shape:
+                raise ValueError("tc_theta_peak must be (time control, seed, param)")
+            object.__setattr__(self, "tc_theta_peak", peaks)
+
+    def at_time_control(self, time_control: str) -> SeedBowls:
+        """The same instances with the optimum of ``time_control`` (one of
+        :data:`TIME_CONTROLS`); without a time-control shift every time control has the
+        one truth and this is ``self``."""
+        if time_control not in TIME_CONTROLS:
+            raise ValueError(
+                f"time control {time_control!r}: must be one of {', '.join(TIME_CONTROLS)}"
+            )
+        if self.tc_theta_peak is None:
+            return self
+        return dataclasses.replace(
+            self, theta_peak=self.tc_theta_peak[TIME_CONTROLS.index(time_control)]
+        )
 
     @property
     def num_seeds(self) -> int:
@@ -163,9 +199,11 @@ class SeedBowls:
         def pick(a):
             return None if a is None else a[index]
 
+        tc_peak = None if self.tc_theta_peak is None else self.tc_theta_peak[:, index]
         return SeedBowls(
             self.theta_peak[index], self.elo_per_scale[index], self.scale,
             pick(self.partner), pick(self.cos), pick(self.sin), self.peak_elo,
+            pick(self.plateau), tc_peak,
         )  # fmt: skip
 
     def _rotate(self, z: np.ndarray) -> np.ndarray:
@@ -174,6 +212,13 @@ class SeedBowls:
             return z
         index = np.broadcast_to(self.partner[:, None, :], z.shape)
         return self.cos[:, None, :] * z + self.sin[:, None, :] * np.take_along_axis(z, index, -1)
+
+    def _flat_bottom(self, y: np.ndarray) -> np.ndarray:
+        """The plateau's soft threshold ``sign(y) max(|y| - w, 0)`` (``y`` itself without
+        a plateau)."""
+        if self.plateau is None:
+            return y
+        return np.sign(y) * np.maximum(np.abs(y) - self.plateau[:, None, :], 0.0)
 
     def _per_seed(self, theta: np.ndarray) -> np.ndarray:
         if theta.shape[0] != self.num_seeds or theta.shape[-1] != self.scale.shape[0]:
@@ -187,6 +232,7 @@ class SeedBowls:
         """``peak_elo - Elo(theta)``, for ``theta`` shaped ``(seed, ..., param)``."""
         flat = self._per_seed(theta)
         y = self._rotate((flat - self.theta_peak[:, None, :]) / self.scale)
+        y = self._flat_bottom(y)
         loss = np.einsum("snp,sp,snp->sn", y, self.elo_per_scale, y)
         return loss.reshape(theta.shape[:-1])
 
@@ -204,8 +250,14 @@ class SeedBowls:
         ``loss(plus) - loss(minus) = sum_i e_i (y+_i - y-_i)(y+_i + y-_i)``, and ``R`` is linear.
         """
         plus, minus = self._per_seed(theta_plus), self._per_seed(theta_minus)
-        spread = self._rotate((plus - minus) / self.scale)
-        centre = self._rotate((plus + minus - 2.0 * self.theta_peak[:, None, :]) / self.scale)
+        if self.plateau is not None:  # y+ and y- each through the soft threshold first
+            peak = self.theta_peak[:, None, :]
+            y_plus = self._flat_bottom(self._rotate((plus - peak) / self.scale))
+            y_minus = self._flat_bottom(self._rotate((minus - peak) / self.scale))
+            spread, centre = y_plus - y_minus, y_plus + y_minus
+        else:
+            spread = self._rotate((plus - minus) / self.scale)
+            centre = self._rotate((plus + minus - 2.0 * self.theta_peak[:, None, :]) / self.scale)
         difference = np.einsum("snp,sp,snp->sn", spread, self.elo_per_scale, centre)
         difference = difference.reshape(theta_plus.shape[:-1])
         return np.minimum(np.maximum(difference, -MAX_OPPONENT_ELO), MAX_OPPONENT_ELO)

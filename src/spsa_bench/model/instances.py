@@ -31,6 +31,44 @@ The prior, as a scenario's ``truth`` mapping (every key optional)::
   :class:`~spsa_bench.model.bowl.SeedBowls` convention). Inactive parameters
   are never paired: a rotation would make the Elo depend on them.
 
+Landscape options (docs/fishtest.md, "Landscape options"; every one off by default, and
+off leaves every draw above bit for bit as it was)::
+
+    truth:
+      offset: {distribution: student_t, scale: 1, df: 3}
+      elo_at_stake: {median: 2, sigma: 0.5, concentration: 0.3}
+      plateau: {fraction: 0.3, width: 2}
+      ridge: {fraction: 0.5, ratio: 0.05}
+      time_control_shift: {spread: 1, tuned_at: STC}
+
+* ``student_t`` offsets: ``S * Z / sqrt(V / df)`` with the ``Z ~ N(0, 1)`` of the
+  ``normal`` offsets (the same numbers at a seed) and ``V ~ chi2(df)``: a Student-t with
+  ``df`` degrees of freedom, ``P(|t| > x) ~ x^-df`` in the tail.
+* ``elo_at_stake``: the Elo the instance gains from its start to its optimum is a total
+  ``T = median * exp(sigma * N(0, 1))`` (lognormal), drawn per instance and shared
+  over the active parameters with Dirichlet(``concentration``) shares ``s_i``: the
+  per-parameter Elo per ``c_end`` becomes ``e_i = kappa * s_i`` (the ``elo_per_c_end``
+  values are not used) with ``kappa = T / L0``, ``L0`` the instance's loss at its start
+  with ``e = s`` (every other option included). The loss is linear in ``e``, so the
+  gain at the start is exactly ``T`` whatever the number of parameters (``kappa = 0``
+  when ``L0 = 0``: an instance with nothing to gain).
+* ``plateau`` ``{fraction: f, width: w}``: ``round(f * A)`` of the ``A`` active
+  parameters, at random, have a flat bottom of half-width ``w`` c_end: along their
+  (rotated) axis the loss is ``e_i max(|y_i| - w, 0)^2`` (SeedBowls), zero with a zero
+  gradient inside, so a parameter that starts on its plateau moves by noise alone.
+* ``ridge`` ``{fraction: f, ratio: r}``: ``floor(round(f * A) / 2)`` pairs of active
+  parameters, at random, enter one formula together: each pair ``(i, j)`` is rotated by
+  ``+pi/4`` or ``-pi/4`` (a fair sign) and its second axis ``y_j`` (``(z_i + z_j)/sqrt 2``
+  or ``(z_j - z_i)/sqrt 2``) keeps ``r`` times the curvature, so the bowl is ``1/sqrt r``
+  times longer along the pair's sum or difference. Not combined with ``interaction``
+  (a parameter has one partner).
+* ``time_control_shift`` ``{spread: d, tuned_at: TC}``: each active parameter draws
+  ``delta_i ~ N(0, 1)``; its optimum at time control ``t`` (STC, LTC, VLTC; one step
+  each) is ``clip(theta_peak_i + (t - tuned_at) * d * delta_i * c_end_i, min, max)``,
+  ``theta_peak`` the optimum at ``tuned_at`` (where the tune plays). The optimum moves
+  monotonically with the time control, ``d`` c_end (one standard deviation) a step.
+  :func:`elo_at_time_control` evaluates an instance at another time control.
+
 Defaults (assumptions; docs/fishtest.md, "The truth prior", gives the reasoning): Fishtest's Autoselect
 assumes 2 Elo lost half a range from the optimum, which is 0.22 Elo per c_end
 step at its c_end = range/6 and 0.02 Elo at Stockfish's TUNE() default
@@ -51,10 +89,24 @@ depends on which other seeds are drawn:
    (always drawn);
 4. only if ``interaction > 0``: a permutation of the active parameters (pairs
    are its consecutive entries ``(2k, 2k+1)``), then one uniform angle per pair.
+
+The landscape options draw from a second generator of the seed,
+``streams.generator(entropy, seed, "landscape")``, so the draws above never move;
+in this order, each only when its option is on:
+
+1. ``elo_at_stake``: one standard normal (the total, first so that it does not depend
+   on the number of parameters);
+2. ``student_t``: ``P`` chi-square values with ``df`` degrees of freedom;
+3. ``plateau``: a permutation of the active parameters (the first ``round(f * A)``);
+4. ``ridge``: a permutation of the active parameters (pairs are consecutive entries),
+   then one uniform per pair (``< 0.5``: angle ``-pi/4``);
+5. ``time_control_shift``: ``P`` standard normals (used on active parameters);
+6. ``elo_at_stake``: the Dirichlet shares of the active parameters.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -62,15 +114,42 @@ from dataclasses import dataclass
 import numpy as np
 
 from spsa_bench.model import streams
-from spsa_bench.model.bowl import SeedBowls
+from spsa_bench.model.bowl import TIME_CONTROLS, SeedBowls
 
-DISTRIBUTIONS = ("normal", "uniform", "fixed")
+DISTRIBUTIONS = ("normal", "uniform", "fixed", "student_t")
 #: Default prior (see the module docstring for the reasoning).
 DEFAULT_OFFSET = {"distribution": "normal", "scale": 2.0}
 DEFAULT_ELO_PER_C_END = {"min": 0.02, "max": 0.2}
 DEFAULT_INACTIVE_FRACTION = 0.25
 DEFAULT_INTERACTION = 0.0
-PRIOR_KEYS = ("offset", "elo_per_c_end", "inactive_fraction", "interaction")
+PRIOR_KEYS = (
+    "offset",
+    "elo_per_c_end",
+    "inactive_fraction",
+    "interaction",
+    "elo_at_stake",
+    "plateau",
+    "ridge",
+    "time_control_shift",
+)
+#: Defaults of the optional keys of the landscape options (used when the option is given).
+DEFAULT_STAKE_SIGMA = 0.5
+DEFAULT_STAKE_CONCENTRATION = 0.3
+DEFAULT_RIDGE_RATIO = 0.05
+
+
+#: The landscape options: each ``truth`` key's keys and the TruthPrior field they set.
+_OPTION_FIELDS = {
+    "elo_at_stake": {
+        "median": "stake_median",
+        "sigma": "stake_sigma",
+        "concentration": "stake_concentration",
+    },
+    "plateau": {"fraction": "plateau_fraction", "width": "plateau_width"},
+    "ridge": {"fraction": "ridge_fraction", "ratio": "ridge_ratio"},
+    "time_control_shift": {"spread": "tc_spread", "tuned_at": "tc_tuned_at"},
+}
+_REQUIRED_OPTION_KEYS = ("median", "fraction", "width", "spread", "tuned_at")
 
 
 class PriorError(ValueError):
@@ -118,12 +197,54 @@ class TruthPrior:
     elo_max: float = DEFAULT_ELO_PER_C_END["max"]
     inactive_fraction: float = DEFAULT_INACTIVE_FRACTION
     interaction: float = DEFAULT_INTERACTION
+    #: Student-t degrees of freedom (``offset_distribution == "student_t"`` only).
+    offset_df: float | None = None
+    #: ``elo_at_stake``: median of the lognormal total (``None``: off), its log-sd, and
+    #: the Dirichlet concentration of the shares.
+    stake_median: float | None = None
+    stake_sigma: float = DEFAULT_STAKE_SIGMA
+    stake_concentration: float = DEFAULT_STAKE_CONCENTRATION
+    plateau_fraction: float = 0.0
+    plateau_width: float = 0.0
+    ridge_fraction: float = 0.0
+    ridge_ratio: float = DEFAULT_RIDGE_RATIO
+    #: ``time_control_shift``: spread per step in c_end units (0: off) and the tuned one.
+    tc_spread: float = 0.0
+    tc_tuned_at: str = "STC"
 
     def __post_init__(self) -> None:
         if self.offset_distribution not in DISTRIBUTIONS:
             raise PriorError(
                 f"truth.offset.distribution = {self.offset_distribution!r}: "
                 f"must be one of {', '.join(DISTRIBUTIONS)}"
+            )
+        if (self.offset_distribution == "student_t") != (self.offset_df is not None):
+            raise PriorError(
+                f"truth.offset.df = {self.offset_df!r}: required with distribution student_t "
+                "and only with it"
+            )
+        if self.offset_df is not None:
+            _number("truth.offset.df", self.offset_df, low=1.0, high=1e6)
+        if self.stake_median is not None:
+            _number("truth.elo_at_stake.median", self.stake_median, low=0.0, low_open=True)
+            _number("truth.elo_at_stake.median", self.stake_median, high=1e4)
+        _number("truth.elo_at_stake.sigma", self.stake_sigma, low=0.0, high=5.0)
+        _number("truth.elo_at_stake.concentration", self.stake_concentration, low=0.01, high=1e4)
+        _number("truth.plateau.fraction", self.plateau_fraction, low=0.0, high=1.0)
+        _number("truth.plateau.width", self.plateau_width, low=0.0, high=1e6)
+        _number("truth.ridge.fraction", self.ridge_fraction, low=0.0, high=1.0)
+        _number("truth.ridge.ratio", self.ridge_ratio, low=0.0, low_open=True)
+        _number("truth.ridge.ratio", self.ridge_ratio, high=1.0)
+        if self.ridge_fraction > 0 and self.interaction > 0:
+            raise PriorError(
+                f"truth.ridge.fraction = {self.ridge_fraction:g}: cannot be combined with "
+                f"truth.interaction = {self.interaction:g} (a parameter has one partner)"
+            )
+        _number("truth.time_control_shift.spread", self.tc_spread, low=0.0, high=1e6)
+        if self.tc_tuned_at not in TIME_CONTROLS:
+            raise PriorError(
+                f"truth.time_control_shift.tuned_at = {self.tc_tuned_at!r}: "
+                f"must be one of {', '.join(TIME_CONTROLS)}"
             )
         _number("truth.offset.scale", self.offset_scale, low=0.0)
         _number("truth.elo_per_c_end.min", self.elo_min, low=0.0, low_open=True)
@@ -143,11 +264,13 @@ class TruthPrior:
         truth = _mapping("truth", truth, PRIOR_KEYS)
         fields: dict = {}
         if "offset" in truth:
-            offset = _mapping("truth.offset", truth["offset"], ("distribution", "scale"))
+            offset = _mapping("truth.offset", truth["offset"], ("distribution", "scale", "df"))
             if "distribution" in offset:
                 fields["offset_distribution"] = offset["distribution"]
             if "scale" in offset:
                 fields["offset_scale"] = _number("truth.offset.scale", offset["scale"], low=0.0)
+            if "df" in offset:
+                fields["offset_df"] = _number("truth.offset.df", offset["df"], low=1.0, high=1e6)
         if "elo_per_c_end" in truth:
             elo = truth["elo_per_c_end"]
             if isinstance(elo, Mapping):
@@ -164,6 +287,18 @@ class TruthPrior:
         for key in ("inactive_fraction", "interaction"):
             if key in truth:
                 fields[key] = _number(f"truth.{key}", truth[key], low=0.0, high=1.0)
+        for key, names in _OPTION_FIELDS.items():
+            if key not in truth:
+                continue
+            option = _mapping(f"truth.{key}", truth[key], tuple(names))
+            for name, field in names.items():
+                if name in option:
+                    value = option[name]
+                    if field != "tc_tuned_at":
+                        value = _number(f"truth.{key}.{name}", value)
+                    fields[field] = value
+                elif name in _REQUIRED_OPTION_KEYS:
+                    raise PriorError(f"truth.{key}.{name}: required")
         return cls(**fields)
 
     def to_dict(self) -> dict:
@@ -173,12 +308,29 @@ class TruthPrior:
             if self.elo_min == self.elo_max
             else {"min": self.elo_min, "max": self.elo_max}
         )
-        return {
-            "offset": {"distribution": self.offset_distribution, "scale": self.offset_scale},
+        offset = {"distribution": self.offset_distribution, "scale": self.offset_scale}
+        if self.offset_df is not None:
+            offset["df"] = self.offset_df
+        out = {
+            "offset": offset,
             "elo_per_c_end": elo,
             "inactive_fraction": self.inactive_fraction,
             "interaction": self.interaction,
         }
+        # the landscape options only when on: a prior without them reads as before
+        for key, names in _OPTION_FIELDS.items():
+            if self.option_on(key):
+                out[key] = {name: getattr(self, field) for name, field in names.items()}
+        return out
+
+    def option_on(self, key: str) -> bool:
+        """Whether the landscape option ``key`` (a key of ``truth``) is on."""
+        return {
+            "elo_at_stake": self.stake_median is not None,
+            "plateau": self.plateau_fraction > 0 and self.plateau_width > 0,
+            "ridge": self.ridge_fraction > 0,
+            "time_control_shift": self.tc_spread > 0,
+        }[key]
 
     def inactive_count(self, num_params: int) -> int:
         """Parameters with no effect: ``round(f * P)`` (Python's round, half to even)."""
@@ -230,11 +382,20 @@ def draw_instances(
     n_inactive = prior.inactive_count(num_params)
     scale, half_angle = prior.offset_scale, prior.interaction * math.pi / 4.0
     log_min, log_max = math.log(prior.elo_min), math.log(prior.elo_max)
+    landscape = _Landscape(prior, n_seeds, num_params)
     for row, seed in enumerate(seeds):  # stream setup: each seed has its own generator
         rng = streams.generator(entropy, seed, "instance")
+        extra = streams.generator(entropy, seed, "landscape") if landscape.on else None
+        if prior.stake_median is not None:  # landscape 1. the total at stake
+            landscape.total[row] = prior.stake_median * math.exp(
+                prior.stake_sigma * extra.standard_normal()
+            )
         # 1. offsets from the start, in c_end units
         if prior.offset_distribution == "normal":
             offset = scale * rng.standard_normal(num_params)
+        elif prior.offset_distribution == "student_t":  # landscape 2. the chi-square
+            offset = scale * rng.standard_normal(num_params)
+            offset /= np.sqrt(extra.chisquare(prior.offset_df, num_params) / prior.offset_df)
         elif prior.offset_distribution == "uniform":
             offset = rng.uniform(-scale, scale, num_params)
         else:
@@ -258,14 +419,105 @@ def draw_instances(
             partner[row, first], partner[row, second] = second, first
             cos[row, first] = cos[row, second] = np.cos(angle)
             sin[row, first], sin[row, second] = -np.sin(angle), np.sin(angle)
-    return SeedBowls(
-        theta_peak=theta_peak,
-        elo_per_scale=elo,
-        scale=c_end,
-        partner=partner,
-        cos=cos,
-        sin=sin,
-    )
+        if landscape.on:
+            landscape.draw(row, extra, elo[row])
+    if not landscape.on:
+        return SeedBowls(
+            theta_peak=theta_peak,
+            elo_per_scale=elo,
+            scale=c_end,
+            partner=partner,
+            cos=cos,
+            sin=sin,
+        )
+    return landscape.bowls(theta_peak, elo, start, low, high, c_end, partner, cos, sin)
 
 
-__all__ = ["PriorError", "TruthPrior", "draw_instances", "DISTRIBUTIONS", "PRIOR_KEYS"]
+class _Landscape:
+    """The landscape options' draws (module docstring, landscape steps 3 to 6) and the
+    bowls they make; arrays are ``(seed, param)``."""
+
+    def __init__(self, prior: TruthPrior, n_seeds: int, num_params: int) -> None:
+        self.prior = prior
+        self.on = any(prior.option_on(key) for key in _OPTION_FIELDS) or (
+            prior.offset_distribution == "student_t"
+        )
+        self.total = np.zeros(n_seeds)
+        self.share = np.zeros((n_seeds, num_params))
+        self.plateau = np.zeros((n_seeds, num_params))
+        self.ridge_first = [np.empty(0, dtype=np.int64)] * n_seeds
+        self.ridge_second = [np.empty(0, dtype=np.int64)] * n_seeds
+        self.ridge_sign = [np.empty(0)] * n_seeds
+        self.tc_delta = np.zeros((n_seeds, num_params))
+
+    def draw(self, row: int, rng: np.random.Generator, elo: np.ndarray) -> None:
+        """Steps 3 to 6 for the seed at ``row``; ``elo`` is its Elo per c_end (0: inactive)."""
+        prior = self.prior
+        active = np.flatnonzero(elo > 0)
+        if prior.option_on("plateau"):
+            chosen = rng.permutation(active)[: int(round(prior.plateau_fraction * active.size))]
+            self.plateau[row, chosen] = prior.plateau_width
+        if prior.option_on("ridge"):
+            order = rng.permutation(active)
+            n_pairs = int(round(prior.ridge_fraction * active.size)) // 2
+            self.ridge_first[row] = order[0 : 2 * n_pairs : 2]
+            self.ridge_second[row] = order[1 : 2 * n_pairs : 2]
+            self.ridge_sign[row] = np.where(rng.random(n_pairs) < 0.5, -1.0, 1.0)
+        if prior.option_on("time_control_shift"):
+            self.tc_delta[row] = rng.standard_normal(elo.shape[0])
+            self.tc_delta[row, elo == 0] = 0.0
+        if prior.option_on("elo_at_stake") and active.size:
+            self.share[row, active] = rng.dirichlet(np.full(active.size, prior.stake_concentration))
+
+    def bowls(self, theta_peak, elo, start, low, high, c_end, partner, cos, sin) -> SeedBowls:
+        prior = self.prior
+        n_seeds, num_params = elo.shape
+        if prior.option_on("elo_at_stake"):
+            elo = np.where(elo > 0, self.share, 0.0)
+        if prior.option_on("ridge"):  # pairs rotated by +-pi/4, the second axis flatter
+            partner = np.tile(np.arange(num_params), (n_seeds, 1))
+            cos, sin = np.ones((n_seeds, num_params)), np.zeros((n_seeds, num_params))
+            half = math.sqrt(0.5)
+            for row in range(n_seeds):  # fancy indexing of ragged pairs, no arithmetic
+                first, second = self.ridge_first[row], self.ridge_second[row]
+                partner[row, first], partner[row, second] = second, first
+                cos[row, first] = cos[row, second] = half
+                sin[row, first] = -self.ridge_sign[row] * half
+                sin[row, second] = self.ridge_sign[row] * half
+                elo[row, second] *= prior.ridge_ratio
+        tc_peaks = None
+        if prior.option_on("time_control_shift"):
+            tuned = TIME_CONTROLS.index(prior.tc_tuned_at)
+            steps = np.arange(len(TIME_CONTROLS), dtype=np.float64) - tuned
+            moved = theta_peak + steps[:, None, None] * (prior.tc_spread * self.tc_delta * c_end)
+            tc_peaks = np.minimum(np.maximum(moved, low), high)
+            tc_peaks[tuned] = theta_peak
+        plateau = self.plateau if prior.option_on("plateau") else None
+        bowls = SeedBowls(theta_peak, elo, c_end, partner, cos, sin, 0.0, plateau, tc_peaks)
+        if not prior.option_on("elo_at_stake"):
+            return bowls
+        # kappa = T / L0: the loss is linear in elo_per_scale, so the gain becomes T
+        base = bowls.elo_loss(np.tile(start, (n_seeds, 1)))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            kappa = np.where(base > 0, self.total / base, 0.0)
+        return dataclasses.replace(bowls, elo_per_scale=kappa[:, None] * bowls.elo_per_scale)
+
+
+def elo_at_time_control(bowls: SeedBowls, theta, time_control: str) -> np.ndarray:
+    """The true Elo of ``theta`` (``(seed, ..., param)``) at ``time_control`` (STC, LTC or
+    VLTC): the instances with their optimum at that time control
+    (:meth:`SeedBowls.at_time_control`; the same Elo at every time control without a
+    ``time_control_shift``). The gain of a tune at another time control is
+    ``elo_at_time_control(b, theta_final, t) - elo_at_time_control(b, theta_start, t)``."""
+    return bowls.at_time_control(time_control).elo(np.asarray(theta, dtype=np.float64))
+
+
+__all__ = [
+    "PriorError",
+    "TruthPrior",
+    "draw_instances",
+    "elo_at_time_control",
+    "DISTRIBUTIONS",
+    "PRIOR_KEYS",
+    "TIME_CONTROLS",
+]

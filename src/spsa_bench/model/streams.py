@@ -17,7 +17,15 @@ from spsa_bench.model import seeding
 
 #: Purposes, in a fixed order: the index is part of the spawn key, so never
 #: reorder this tuple (append only).
-PURPOSES: tuple[str, ...] = ("flips", "match", "workers", "durations", "rounding", "instance")
+PURPOSES: tuple[str, ...] = (
+    "flips",
+    "match",
+    "workers",
+    "durations",
+    "rounding",
+    "instance",
+    "landscape",  # the truth prior's optional landscape options (model.instances)
+)
 
 
 def seed_sequence(entropy: int, seed: int, purpose: str, *extra: int) -> np.random.SeedSequence:
