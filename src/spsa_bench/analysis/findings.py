@@ -1,0 +1,283 @@
+"""The run's own conclusions (``results/findings.md``), computed from its tables.
+
+:func:`findings_markdown` reads the tables' CSV files (:func:`read_tables`) and writes one
+sentence per conclusion, each with its numbers and the table it comes from:
+
+- which comparisons (scenario x batch mode) are ranked and which are NOT RANKED and why
+  (``convergence.csv``: ``ranked``, ``shortfall``, the reference arm's need);
+- the best arms: per batch mode the lowest mean rank over the ranked scenarios with its
+  bootstrap interval (``ranks.csv``), and per ranked comparison the arm with the lowest
+  mean final loss with its paired difference to the baseline and that difference's 95%
+  interval (``convergence.csv``);
+- the robust hyperparameters: each sweep's robust setting per batch mode (``tuned.csv``);
+- the safe concurrency per scenario and arm, with the budget check (``workers_safe.csv``);
+- the c_end and budget studies' answers, only where their budget check ranks them
+  (``cend.csv``, ``budget_study.csv``).
+
+The optional tables (tuning, the studies) are ``None`` when the configuration has no
+such section; their paragraph then says so. Nothing here is a new measurement: the
+numbers are the tables' and inherit their assumptions (docs/benchmark.md).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from pathlib import Path
+
+import pandas as pd
+
+#: The tables findings reads: {key: the file name under results/tables/}.
+TABLES = {
+    "convergence": "convergence.csv",
+    "ranks": "ranks.csv",
+    "tuned": "tuned.csv",
+    "workers_safe": "workers_safe.csv",
+    "cend": "cend.csv",
+    "budget": "budget_study.csv",
+}
+#: The tables every run has; the others are optional.
+REQUIRED = ("convergence", "ranks")
+#: What an optional table's absence means.
+MISSING = {
+    "tuned": "the configuration has no `tuning` section",
+    "workers_safe": "the configuration has no `workers_study` section",
+    "cend": "the configuration has no `cend_study` section",
+    "budget": "the configuration has no `budget_study` section",
+}
+
+
+def read_tables(paths: Mapping[str, str | Path | None]) -> dict[str, pd.DataFrame | None]:
+    """The CSV tables at ``paths`` ({key of :data:`TABLES`: path, or None when not run})."""
+    tables: dict[str, pd.DataFrame | None] = {}
+    for key in TABLES:
+        path = paths.get(key)
+        if path is None:
+            if key in REQUIRED:
+                raise ValueError(f"findings need the {TABLES[key]} table")
+            tables[key] = None
+        else:
+            table = pd.read_csv(path)
+            if "shortfall" in table:  # empty when ranked: NaN as read back
+                table["shortfall"] = (
+                    table["shortfall"].astype(object).where(table["shortfall"].notna(), "")
+                )
+            tables[key] = table
+    return tables
+
+
+def _num(value: float) -> str:
+    """A number as the tables' Markdown shows it: 3 significant digits."""
+    return "∞" if math.isinf(value) else ("–" if math.isnan(value) else f"{value:.3g}")
+
+
+def _ci(low: float, high: float) -> str:
+    return f"[{_num(low)}, {_num(high)}]"
+
+
+def _source(name: str) -> str:
+    return f"(`results/tables/{name}`)"
+
+
+def _truthy(values: pd.Series) -> pd.Series:
+    """A boolean column as pandas reads it back (bool, or the strings True/False)."""
+    return values.astype(str).str.lower() == "true"
+
+
+def ranking_section(convergence: pd.DataFrame) -> list[str]:
+    """Which comparisons are ranked and which are NOT RANKED, and why."""
+    src = _source(TABLES["convergence"])
+    comparisons = convergence.drop_duplicates(["scenario", "batch_mode"])
+    ranked = comparisons[_truthy(comparisons["ranked"])]
+    budget = int(comparisons["budget_pairs"].iloc[0])
+    lines = [
+        "## Which comparisons are ranked",
+        "",
+        f"{len(ranked)} of {len(comparisons)} comparisons (scenario × batch mode) are ranked at "
+        f"the budget of {budget:,} pairs; a comparison is ranked only when the budget covers the "
+        "reference arm's predicted need and its mean loss relaxed (docs/benchmark.md, \"Is the "
+        f'budget big enough?") {src}.',
+        "",
+    ]
+    for row in comparisons.itertuples(index=False):
+        cell = f"`{row.scenario}` / `{row.batch_mode}`"
+        if str(row.ranked).lower() == "true":
+            lines.append(
+                f"- {cell}: ranked; the budget is {_num(row.reference_budget_fraction)} × the "
+                f"{row.reference_need_pairs:,.0f} pairs `{row.need_reference}` needs."
+            )
+        else:
+            lines.append(f"- {cell}: **NOT RANKED**: {row.shortfall}.")
+    return lines
+
+
+def best_section(convergence: pd.DataFrame, ranks: pd.DataFrame) -> list[str]:
+    """The best arm per batch mode (mean rank) and per ranked comparison (paired Δ)."""
+    lines = ["## The best arms (ranked comparisons only)", ""]
+    ranked_ranks = ranks[ranks["n_scenarios"] > 0].dropna(subset=["rank"])
+    for mode, group in ranked_ranks.groupby("batch_mode", sort=False):
+        top = group.sort_values("rank").iloc[0]
+        lines.append(
+            f"- `{mode}`: `{top['arm']}` has the lowest mean rank, {_num(top['rank'])} "
+            f"(95% bootstrap interval {_ci(top['rank_low'], top['rank_high'])}) over "
+            f"{int(top['n_scenarios'])} ranked scenario(s), mean final loss "
+            f"{_num(top['mean_final_loss'])} Elo {_source(TABLES['ranks'])}."
+        )
+    ranked = convergence[_truthy(convergence["ranked"])]
+    for (scenario, mode), cells in ranked.groupby(["scenario", "batch_mode"], sort=False):
+        best = cells.sort_values("final_loss_mean").iloc[0]
+        sentence = (
+            f"- `{scenario}` / `{mode}`: lowest mean final loss `{best['optimizer']}`, "
+            f"{_num(best['final_loss_mean'])} Elo "
+            f"{_ci(best['final_loss_ci_low'], best['final_loss_ci_high'])}"
+        )
+        if pd.isna(best["diff_elo_ci_low"]):
+            sentence += " (the baseline itself)"
+        else:
+            low, high = best["diff_elo_ci_low"], best["diff_elo_ci_high"]
+            verdict = "excludes 0" if low > 0 or high < 0 else "includes 0: not distinguished"
+            sentence += (
+                f"; paired Δ vs the baseline {_num(best['diff_elo_mean'])} Elo, 95% CI "
+                f"{_ci(low, high)} ({verdict}), Holm p {_num(best['p_holm'])}"
+            )
+        lines.append(sentence + f" {_source(TABLES['convergence'])}.")
+    if len(lines) == 2:
+        lines.append(
+            "No comparison is ranked (the section above says why), so no arm is named best "
+            f"{_source(TABLES['convergence'])}."
+        )
+    return lines
+
+
+def tuned_section(tuned: pd.DataFrame | None) -> list[str]:
+    """Each sweep's robust setting per batch mode, with its losses in the family."""
+    lines = ["## Robust hyperparameters", ""]
+    if tuned is None:
+        return [*lines, f"Not run: {MISSING['tuned']}."]
+    robust = tuned[tuned["tuning"] == "robust"]
+    for (sweep, mode), rows in robust.groupby(["sweep", "batch_mode"], sort=False):
+        first = rows.iloc[0]
+        family = rows[_truthy(rows["in_family"])]
+        losses = ", ".join(
+            f"`{r.scenario}` {_num(r.loss_mean)} {_ci(r.loss_low, r.loss_high)}"
+            for r in family.itertuples(index=False)
+        )
+        edge = (
+            " (at the edge of its sweep: the best may lie beyond it)"
+            if str(first["at_edge"]).lower() == "true"
+            else ""
+        )
+        lines.append(
+            f"- `{sweep}` in `{mode}`: robust setting `{first['arm']}` ({first['setting']}){edge}; "
+            f"mean final loss on the test seeds {losses} Elo {_source(TABLES['tuned'])}."
+        )
+    return lines
+
+
+def workers_section(safe: pd.DataFrame | None) -> list[str]:
+    """The safe concurrency per scenario and arm, NOT RANKED scenarios withheld."""
+    lines = ["## Safe concurrency (workers study)", ""]
+    if safe is None:
+        return [*lines, f"Not run: {MISSING['workers_safe']}."]
+    src = _source(TABLES["workers_safe"])
+    for scenario, rows in safe.groupby("scenario", sort=False):
+        first = rows.iloc[0]
+        if str(first["ranked"]).lower() != "true":
+            lines.append(
+                f"- `{scenario}`: **NOT RANKED**, {first['shortfall']}; no safe concurrency is "
+                f"declared for any arm {src}."
+            )
+            continue
+        arms = "; ".join(
+            f"`{r.arm}` {r.safe} (Δ vs sync at {r.max_workers} workers {_num(r.diff_at_max)} Elo)"
+            for r in rows.itertuples(index=False)
+        )
+        lines.append(f"- `{scenario}`: safe concurrency {arms} {src}.")
+    return lines
+
+
+def cend_section(cend: pd.DataFrame | None) -> list[str]:
+    """The c_end study's answer: per c_end the arm with the lowest loss, when ranked."""
+    lines = ["## The c_end study", ""]
+    if cend is None:
+        return [*lines, f"Not run: {MISSING['cend']}."]
+    src = _source(TABLES["cend"])
+    if str(cend["ranked"].iloc[0]).lower() != "true":
+        return [*lines, f"**NOT RANKED**, {cend['shortfall'].iloc[0]}; no winner is read {src}."]
+    for c_end, rows in cend.groupby("c_end", sort=True):
+        best = rows.sort_values("loss_mean").iloc[0]
+        sentence = f"- c_end {c_end:g}: lowest mean final loss `{best['arm']}`, " + (
+            f"{_num(best['loss_mean'])} Elo {_ci(best['loss_low'], best['loss_high'])}"
+        )
+        if not pd.isna(best["diff_low"]):
+            sentence += (
+                f", Δ vs the baseline {_num(best['diff_mean'])} Elo, 95% CI "
+                f"{_ci(best['diff_low'], best['diff_high'])}, Holm p {_num(best['p_holm'])}"
+            )
+        lines.append(f"{sentence} {src}.")
+    return lines
+
+
+def budget_section(budget: pd.DataFrame | None) -> list[str]:
+    """The budget study's answer: per ranked (scenario, budget) the arm with the lowest
+    loss (oracle or as configured); NOT RANKED cells named with their shortfall."""
+    lines = ["## The budget study", ""]
+    if budget is None:
+        return [*lines, f"Not run: {MISSING['budget']}."]
+    src = _source(TABLES["budget"])
+    shown = budget[budget["tuning"] != "robust"]
+    for (scenario, pairs), rows in shown.groupby(["scenario", "budget"], sort=False):
+        cell = f"`{scenario}` at {int(pairs):,} pairs"
+        first = rows.iloc[0]
+        if str(first["ranked"]).lower() != "true":
+            lines.append(f"- {cell}: **NOT RANKED**, {first['shortfall']}; no winner {src}.")
+            continue
+        best = rows.sort_values("loss_mean").iloc[0]
+        sentence = (
+            f"- {cell}: lowest mean final loss `{best['arm']}` ({best['tuning']}, "
+            f"{best['setting']}), {_num(best['loss_mean'])} Elo "
+            f"{_ci(best['loss_low'], best['loss_high'])}"
+        )
+        if not pd.isna(best["diff_low"]):
+            sentence += (
+                f", Δ vs `{best['baseline']}` {_num(best['diff_mean'])} Elo, 95% CI "
+                f"{_ci(best['diff_low'], best['diff_high'])}"
+            )
+        lines.append(f"{sentence} {src}.")
+    return lines
+
+
+def findings_markdown(tables: Mapping[str, pd.DataFrame | None]) -> str:
+    """``results/findings.md`` from the tables of :func:`read_tables`."""
+    convergence = tables["convergence"]
+    sections = [
+        ranking_section(convergence),
+        best_section(convergence, tables["ranks"]),
+        tuned_section(tables.get("tuned")),
+        workers_section(tables.get("workers_safe")),
+        cend_section(tables.get("cend")),
+        budget_section(tables.get("budget")),
+    ]
+    head = [
+        "# Findings of this run",
+        "",
+        "Computed by the workflow's `findings` rule from this run's tables (each sentence "
+        "names the one its numbers come from); nothing here is measured anew. The numbers "
+        "inherit the tables' modelling assumptions (the truth bowls, the noise, the worker "
+        "pool), stated in docs/benchmark.md. A loss is the true Elo loss at the end of the "
+        "budget, mean over seeds with its 95% interval; a paired Δ vs the baseline is "
+        "positive when the arm ends closer to the peak (convergence table) or, in the "
+        "studies, negative when it loses less.",
+    ]
+    body = [line for section in sections for line in ["", *section]]
+    return "\n".join(head + body) + "\n"
+
+
+def write_findings(paths: Mapping[str, str | Path | None], output: str | Path) -> Path:
+    """``findings.md`` at ``output`` (atomically) from the tables at ``paths``."""
+    from spsa_bench.results.atomic import atomic_write
+
+    text = findings_markdown(read_tables(paths))
+    output = Path(output)
+    atomic_write(output, lambda tmp: Path(tmp).write_text(text))
+    return output

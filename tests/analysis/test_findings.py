@@ -1,0 +1,162 @@
+"""results/findings.md from small tables: the ranked and NOT RANKED comparisons with
+their numbers, the best arms with their paired intervals, the studies' answers only
+where their budget check ranks them, and a missing optional study said to be missing."""
+
+import pandas as pd
+import pytest
+
+from spsa_bench.analysis.findings import findings_markdown, read_tables, write_findings
+
+SHORT = "the budget, 30,000 pairs, is 0.044 of the 676,552 pairs `spsa` needs"
+
+
+def _convergence():
+    common = {"budget_pairs": 30000, "need_reference": "spsa", "p_holm": 0.01}
+    rows = [
+        # mixed / sync: ranked, sf-sgd best and better than the baseline
+        ("spsa", "sync", "mixed", 0.5, 0.4, 0.6, 0.0, None, None, True, ""),
+        ("sf-sgd", "sync", "mixed", 0.25, 0.2, 0.3, 0.25, 0.1, 0.4, True, ""),
+        ("spsa", "sync", "tune-16-stc", 2.5, 2.0, 3.0, 0.0, None, None, False, SHORT),
+        ("sf-sgd", "sync", "tune-16-stc", 0.7, 0.6, 0.8, 1.8, 1.5, 2.1, False, SHORT),
+    ]
+    columns = ["optimizer", "batch_mode", "scenario", "final_loss_mean", "final_loss_ci_low",
+               "final_loss_ci_high", "diff_elo_mean", "diff_elo_ci_low", "diff_elo_ci_high",
+               "ranked", "shortfall"]  # fmt: skip
+    table = pd.DataFrame(rows, columns=columns).assign(**common)
+    table["reference_need_pairs"] = [28326, 28326, 676552, 676552]
+    table["reference_budget_fraction"] = 30000 / table["reference_need_pairs"]
+    return table
+
+
+def _ranks():
+    return pd.DataFrame(
+        {
+            "batch_mode": ["sync", "sync"],
+            "arm": ["sf-sgd", "spsa"],
+            "rank": [1.0, 2.0],
+            "rank_low": [1.0, 1.5],
+            "rank_high": [1.5, 2.0],
+            "mean_final_loss": [0.25, 0.5],
+            "n_scenarios": [1, 1],
+            "n_seeds": [100, 100],
+            "not_ranked": [f"tune-16-stc: {SHORT}"] * 2,
+        }
+    )
+
+
+def _workers_safe():
+    below = f"budget below need: {SHORT} (short by 646,552 pairs)"
+    return pd.DataFrame(
+        {
+            "scenario": ["mixed", "tune-16-stc"],
+            "arm": ["spsa", "spsa"],
+            "safe_workers": [10, None],
+            "safe": ["10", "NOT RANKED (budget below need)"],
+            "max_workers": [200, 200],
+            "diff_at_max": [299.0, -1.03],
+            "ranked": [True, False],
+            "shortfall": ["", below],
+        }
+    )
+
+
+def _write(tmp_path, tables):
+    paths = {}
+    for key, table in tables.items():
+        paths[key] = tmp_path / f"{key}.csv"
+        table.to_csv(paths[key], index=False)
+    return paths
+
+
+def test_ranked_and_not_ranked_comparisons_carry_their_numbers(tmp_path):
+    paths = _write(tmp_path, {"convergence": _convergence(), "ranks": _ranks()})
+    text = findings_markdown(read_tables(paths))
+    assert "1 of 2 comparisons (scenario × batch mode) are ranked at the budget of 30,000" in text
+    assert "- `mixed` / `sync`: ranked; the budget is 1.06 × the 28,326 pairs `spsa` needs." in text
+    assert f"- `tune-16-stc` / `sync`: **NOT RANKED**: {SHORT}." in text
+    # the best arm: from the ranked comparison only (sf-sgd's 0.7 on tune-16-stc is not read)
+    assert (
+        "`sf-sgd` has the lowest mean rank, 1 (95% bootstrap interval [1, 1.5]) over 1 ranked "
+        "scenario(s), mean final loss 0.25 Elo (`results/tables/ranks.csv`)" in text
+    )
+    assert (
+        "- `mixed` / `sync`: lowest mean final loss `sf-sgd`, 0.25 Elo [0.2, 0.3]; paired Δ vs "
+        "the baseline 0.25 Elo, 95% CI [0.1, 0.4] (excludes 0), Holm p 0.01 "
+        "(`results/tables/convergence.csv`)." in text
+    )
+    assert "`tune-16-stc` / `sync`: lowest" not in text
+
+
+def test_missing_optional_studies_are_named_not_invented(tmp_path):
+    paths = _write(tmp_path, {"convergence": _convergence(), "ranks": _ranks()})
+    text = findings_markdown(read_tables(paths))
+    assert "Not run: the configuration has no `workers_study` section." in text
+    assert "Not run: the configuration has no `cend_study` section." in text
+    assert "Not run: the configuration has no `tuning` section." in text
+    with pytest.raises(ValueError, match="ranks.csv"):
+        read_tables({"convergence": paths["convergence"]})
+
+
+def test_no_ranked_comparison_names_no_best_arm(tmp_path):
+    convergence = _convergence()
+    convergence["ranked"] = False
+    convergence["shortfall"] = SHORT
+    ranks = _ranks().assign(rank=float("nan"), n_scenarios=0)
+    paths = _write(tmp_path, {"convergence": convergence, "ranks": ranks})
+    text = findings_markdown(read_tables(paths))
+    assert "0 of 2 comparisons" in text
+    assert "No comparison is ranked (the section above says why), so no arm is named best" in text
+    assert "lowest mean" not in text
+
+
+def test_safe_concurrency_only_where_the_budget_check_ranks(tmp_path):
+    tables = {"convergence": _convergence(), "ranks": _ranks(), "workers_safe": _workers_safe()}
+    out = write_findings(_write(tmp_path, tables), tmp_path / "findings.md")
+    text = out.read_text()
+    assert (
+        "- `mixed`: safe concurrency `spsa` 10 (Δ vs sync at 200 workers 299 Elo) "
+        "(`results/tables/workers_safe.csv`)." in text
+    )
+    assert (
+        "- `tune-16-stc`: **NOT RANKED**, budget below need: " + SHORT + " (short by 646,552 "
+        "pairs); no safe concurrency is declared for any arm" in text
+    )
+    assert "-1.03" not in text  # the NOT RANKED scenario's "more workers help" is not read
+
+
+def test_cend_and_budget_answers_follow_their_budget_check(tmp_path):
+    cend = pd.DataFrame(
+        {"arm": ["classic", "min-c2"], "c_end": [1.0, 1.0], "loss_mean": [2.0, 1.5],
+         "loss_low": [1.8, 1.3], "loss_high": [2.2, 1.7], "diff_mean": [None, -0.5],
+         "diff_low": [None, -0.7], "diff_high": [None, -0.3], "p_holm": [None, 0.001],
+         "ranked": [True, True], "shortfall": ["", ""]}
+    )  # fmt: skip
+    budget = pd.DataFrame(
+        {"scenario": ["mixed"] * 4, "budget": [10000, 10000, 30000, 30000],
+         "arm": ["spsa", "spsa-constant"] * 2, "tuning": ["as configured", "oracle"] * 2,
+         "setting": ["", "r_scale=1", "", "r_scale=3"], "loss_mean": [1.0, 0.8, 0.4, 0.3],
+         "loss_low": [0.9, 0.7, 0.3, 0.2], "loss_high": [1.1, 0.9, 0.5, 0.4],
+         "baseline": ["spsa"] * 4, "diff_mean": [None, -0.2, None, -0.1],
+         "diff_low": [None, -0.3, None, -0.15], "diff_high": [None, -0.1, None, -0.05],
+         "ranked": [False, False, True, True],
+         "shortfall": ["budget below need: the budget, 10,000 pairs, is 0.35 of it"] * 2 + [""] * 2}
+    )  # fmt: skip
+    tables = {"convergence": _convergence(), "ranks": _ranks(), "cend": cend, "budget": budget}
+    text = findings_markdown(read_tables(_write(tmp_path, tables)))
+    assert (
+        "- c_end 1: lowest mean final loss `min-c2`, 1.5 Elo [1.3, 1.7], Δ vs the baseline "
+        "-0.5 Elo, 95% CI [-0.7, -0.3], Holm p 0.001 (`results/tables/cend.csv`)." in text
+    )
+    assert (
+        "- `mixed` at 10,000 pairs: **NOT RANKED**, budget below need: the budget, 10,000 "
+        "pairs, is 0.35 of it; no winner" in text
+    )
+    assert (
+        "- `mixed` at 30,000 pairs: lowest mean final loss `spsa-constant` (oracle, r_scale=3), "
+        "0.3 Elo [0.2, 0.4], Δ vs `spsa` -0.1 Elo, 95% CI [-0.15, -0.05]" in text
+    )
+    cend["ranked"] = False
+    cend["shortfall"] = f"budget below need: {SHORT}"
+    text = findings_markdown(read_tables(_write(tmp_path, tables | {"cend": cend})))
+    assert f"**NOT RANKED**, budget below need: {SHORT}; no winner is read" in text
+    assert "c_end 1: lowest" not in text
