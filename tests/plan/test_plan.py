@@ -132,6 +132,19 @@ def test_recommend_picks_the_cheapest_setting_within_the_margin():
     assert recommend(games, gains, 5.0) == 0
 
 
+def test_recommend_refuses_a_cheaper_setting_riskier_than_the_given_one():
+    """Within the margin, a cheaper candidate whose P(gain > 0) is below the floor (the
+    given setting's lower Wilson bound) is passed over; with no candidate above the
+    floor, the margin alone decides."""
+    games = [30000, 60000]
+    gains = np.array([[3.0, 3.0, -0.5, -0.5], [1.0, 1.0, 1.0, 1.0]])  # means 1.25, 1.0
+    assert recommend(games, gains, 0.5) == 0  # no risk criterion: the cheaper one
+    assert recommend(games, gains, 0.5, p_floor=0.8) == 1  # P(gain > 0): 0.5 < 0.8 <= 1
+    assert recommend(games, gains, 0.5, p_floor=0.4) == 0
+    assert recommend(games, gains, 0.5, p_floor=1.1) == 0  # nothing passes: margin alone
+    assert recommend(games, gains, 0.1, p_floor=0.8) == 0  # the safe one is out of margin
+
+
 def test_budgets_follow_fishtest_limits():
     assert budgets(small_spec(games=60000, games_scales=(0.5, 1, 4)))[0] == [30000, 60000, 240000]
     games, skipped = budgets(small_spec(games=1000, games_scales=(0.5, 1, 2)))

@@ -24,8 +24,9 @@ uniforms and match draws wherever the schedules agree: common random numbers):
 3. the noise floor: the given setting (and the recommended one, when it differs) on
    the same instances with every optimum moved to the start (zero offset).
 
-The recommendation (:func:`spsa_bench.plan.spec.recommend`) is made from the
-search's gains before step 3. Gains are the oracle's: true Elo at the exported theta
+The recommendation (:func:`spsa_bench.plan.spec.recommend`) is made from the gains of
+every setting simulated (the search and Autoselect) before step 3, with the given
+setting's P(gain > 0) as its risk floor. Gains are the oracle's: true Elo at the exported theta
 minus true Elo at the start, through the seed's instance (the optimizer never sees it).
 """
 
@@ -38,6 +39,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from spsa_bench.analysis import stats
 from spsa_bench.config.loader import (
     PACKAGED_CONFIG,
     Config,
@@ -47,6 +49,7 @@ from spsa_bench.config.loader import (
 from spsa_bench.plan.spec import (
     AUTOSELECT,
     FISHTEST_SPSA,
+    LEVEL,
     SCENARIO,
     SPSA,
     ZERO_OFFSET,
@@ -219,8 +222,12 @@ def run_plan(spec: PlanSpec, progress: Callable[[int, int], None] | None = None)
     for setting in planned:
         setup = setups[setting.games]
         runs.run(at_start(setup) if setting.instances == ZERO_OFFSET else setup, setting)
-    final = np.stack([runs.results[s].gain[:, -1] for s in search])
-    recommended = search[recommend([s.games for s in search], final, spec.margin)]
+    candidates = [*search, autoselect]
+    final = np.stack([runs.results[s].gain[:, -1] for s in candidates])
+    p_floor = None
+    if given in runs.results:  # the search holds the tune as given
+        p_floor = stats.wilson_interval(runs.results[given].gain[:, -1] > 0, LEVEL)[1]
+    recommended = candidates[recommend([s.games for s in candidates], final, spec.margin, p_floor)]
     if recommended != given:
         runs.total += _events(setups[recommended.games])
         runs.run(at_start(setups[recommended.games]), recommended.at_zero_offset())

@@ -208,13 +208,28 @@ def given_setting(spec: PlanSpec) -> Setting:
     return Setting(SPSA, 1.0, 1.0, spec.games)
 
 
-def recommend(games, final_gains: np.ndarray, margin: float) -> int:
-    """Index of the cheapest setting (fewest ``games``) whose mean final gain is within
-    ``margin`` Elo of the best mean; among equally cheap ones, the highest mean.
-    ``final_gains`` is ``(setting, seed)``."""
-    means = np.asarray(final_gains, dtype=np.float64).mean(axis=1)
-    within = np.flatnonzero(means >= means.max() - margin)
-    return int(min(within, key=lambda i: (games[i], -means[i])))
+def recommend(games, final_gains: np.ndarray, margin: float, p_floor: float | None = None) -> int:
+    """Index of the recommended candidate among every setting the plan simulated (the
+    search and Autoselect). ``final_gains`` is ``(candidate, seed)``. A candidate is
+    eligible when
+
+        mean gain >= best mean - margin           (as good as the best, within the margin)
+        P(gain > 0) >= p_floor                    (no riskier than the tune as given)
+
+    with ``p_floor`` the lower end of the 95% Wilson interval of the given setting's
+    P(gain > 0) (``None``: no risk criterion), so a cheaper setting may not trade the
+    chance of gaining at all for its expected gain by more than the given setting's own
+    uncertainty. The recommendation is the cheapest eligible candidate (fewest
+    ``games``), among equally cheap ones the highest mean; when no candidate passes the
+    risk criterion, the margin alone decides."""
+    gains = np.asarray(final_gains, dtype=np.float64)
+    means = gains.mean(axis=1)
+    within = means >= means.max() - margin
+    eligible = np.flatnonzero(within)
+    if p_floor is not None:
+        safe = np.flatnonzero(within & ((gains > 0).mean(axis=1) >= p_floor))
+        eligible = safe if safe.size else eligible
+    return int(min(eligible, key=lambda i: (games[i], -means[i])))
 
 
 def planned_games(spec: PlanSpec) -> list[int]:

@@ -405,8 +405,10 @@ def settings_section(ds: xr.Dataset) -> list[str]:
         "budget multiplied; Autoselect at the given games for comparison. Every setting "
         "plays the same instances with the same random numbers, so *Δ vs given* is a paired "
         "difference (mean and 95% CI over instances). The recommendation is the cheapest "
-        f"setting (fewest games) whose expected gain is within **{margin:g} Elo** of the "
-        "best one (--margin).",
+        "setting (fewest games; Autoselect included) whose expected gain is within "
+        f"**{margin:g} Elo** of the best one (--margin) and whose P(gain > 0) is at least "
+        "the lower end of the 95% interval of the given setting's (no riskier than the "
+        "tune as given, beyond that estimate's own uncertainty).",
         "",
         "| setting | expected gain [95% CI] | P(gain > 0) | Δ vs given [95% CI] | |",
         "|---|---|---|---|---|",
@@ -441,6 +443,13 @@ def _recommendation(ds: xr.Dataset, table: pd.DataFrame) -> list[str]:
             f" The best setting, {setting_text(ds, best)}, gains "
             f"{_elo(-diff[0])} Elo more {_ci(-diff[2], -diff[1])} (paired)."
         )
+    if str(ds["arm"].sel(run=chosen).values) == AUTOSELECT:
+        return [
+            *lines,
+            "",
+            f"Tick Autoselect on Fishtest's SPSA form with {int(row['games']):,} games; the "
+            "block is pasted as given (Autoselect sets c_end and r_end itself).",
+        ]
     block = _block(ds)
     scaled = ParamBlock(
         block.names,
