@@ -116,7 +116,10 @@ import numpy as np
 from spsa_bench.model import streams
 from spsa_bench.model.bowl import TIME_CONTROLS, SeedBowls
 
-DISTRIBUTIONS = ("normal", "uniform", "fixed", "student_t")
+#: Offset distributions with no parameter beyond the scale (the planner's choices).
+DISTRIBUTIONS = ("normal", "uniform", "fixed")
+#: Every offset distribution of a ``truth`` (``student_t`` also takes ``df``).
+OFFSET_DISTRIBUTIONS = DISTRIBUTIONS + ("student_t",)
 #: Default prior (see the module docstring for the reasoning).
 DEFAULT_OFFSET = {"distribution": "normal", "scale": 2.0}
 DEFAULT_ELO_PER_C_END = {"min": 0.02, "max": 0.2}
@@ -213,10 +216,10 @@ class TruthPrior:
     tc_tuned_at: str = "STC"
 
     def __post_init__(self) -> None:
-        if self.offset_distribution not in DISTRIBUTIONS:
+        if self.offset_distribution not in OFFSET_DISTRIBUTIONS:
             raise PriorError(
                 f"truth.offset.distribution = {self.offset_distribution!r}: "
-                f"must be one of {', '.join(DISTRIBUTIONS)}"
+                f"must be one of {', '.join(OFFSET_DISTRIBUTIONS)}"
             )
         if (self.offset_distribution == "student_t") != (self.offset_df is not None):
             raise PriorError(
@@ -518,6 +521,7 @@ __all__ = [
     "draw_instances",
     "elo_at_time_control",
     "DISTRIBUTIONS",
+    "OFFSET_DISTRIBUTIONS",
     "PRIOR_KEYS",
     "TIME_CONTROLS",
 ]
