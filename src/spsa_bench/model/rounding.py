@@ -8,6 +8,18 @@ on its own, once per batch (all games of the batch play those integers)::
                 (today's worker; unbiased: E[floor(v + U)] = v)
     nearest     v -> floor(v + 1/2)   (the deterministic rounding before 2016)
     none        v -> v                (the engine plays the float)
+    coupled     v_plus -> floor(v_plus + U),  v_minus -> floor(v_minus + U), ONE
+                U ~ U(0, 1) per (job, parameter) shared by both engines (OpenBench,
+                ``OpenBench/spsa_utils.py``, ``spsa_workload_assignment_dict``;
+                docs/frameworks.md); U is the plus engine's uniform of ``stochastic``,
+                so the two modes share their draws (common random numbers)
+
+Coupled rounding of ``theta +- c`` (away from the bounds): with ``x = theta - c + U``,
+``floor(x + 2c) - floor(x)`` is ``floor(2c)`` or ``floor(2c) + 1``, the latter with
+probability ``frac(2c)`` (``U`` uniform makes ``frac(x)`` uniform), so the engines play
+the same integer with probability ``1 - 2c`` for ``c < 1/2`` and never for
+``c >= 1/2``, and never in the order opposite to the flip
+(:func:`coupled_probe_probabilities`).
 
 Only parameters marked integer are rounded. The uniforms come from a counter-based
 stream per seed: SplitMix64 (Steele, Lea & Flood 2014) started from a 64-bit key
@@ -24,7 +36,7 @@ import numpy as np
 
 from spsa_bench.model import streams
 
-ROUNDING_MODES = ("stochastic", "nearest", "none")
+ROUNDING_MODES = ("stochastic", "nearest", "none", "coupled")
 _GOLDEN_GAMMA = np.uint64(0x9E3779B97F4A7C15)
 _MIX_1 = np.uint64(0xBF58476D1CE4E5B9)
 _MIX_2 = np.uint64(0x94D049BB133111EB)
@@ -77,7 +89,7 @@ class Rounding:
         self.columns = slice(None) if self.integer.all() else np.flatnonzero(self.integer)
         self._offsets = np.flatnonzero(self.integer).astype(np.uint64)
         self.entropy = entropy
-        if keys is None and self.active and mode == "stochastic":
+        if keys is None and self.active and mode in ("stochastic", "coupled"):
             keys = seed_keys(entropy, seeds)
         self.keys = keys
 
@@ -104,6 +116,13 @@ class Rounding:
         columns = self.columns
         if not in_place:
             plus, minus = plus.copy(), minus.copy()
+        if self.mode == "coupled":
+            n_params = self.integer.shape[0]
+            positions = np.uint64(job) * np.uint64(2) * np.uint64(n_params)
+            u = splitmix_uniforms(self.keys, positions + self._offsets)  # the plus engine's
+            plus[:, columns] = np.floor(plus[:, columns] + u)
+            minus[:, columns] = np.floor(minus[:, columns] + u)
+            return plus, minus
         plus[:, columns] = self._round(plus[:, columns], job, 0)
         minus[:, columns] = self._round(minus[:, columns], job, 1)
         return plus, minus
@@ -146,3 +165,23 @@ def probe_probabilities(theta, c, low, high) -> tuple[np.ndarray, np.ndarray]:
     )
     swapped = np.where(d == 0, upper_down_lower_up, 0.0)
     return equal, swapped
+
+
+def coupled_probe_probabilities(c) -> tuple[np.ndarray, np.ndarray]:
+    """Closed-form probabilities that one job's two engines play equal integers, and
+    integers in the opposite order to the flip, under coupled rounding, for a parameter
+    probed with ``c > 0`` whose two sides ``theta +- c`` are not clipped.
+
+    With one uniform ``U`` for both sides, ``x = theta - c + U`` has a uniform
+    fractional part, and ``floor(x + 2c) - floor(x) = floor(2c) + [frac(x) >=
+    1 - frac(2c)]``::
+
+        equal   = 1 - 2c   if c < 1/2,   else 0
+        swapped = 0                         (the difference is never negative)
+
+    independent of ``theta``; compare :func:`probe_probabilities` (each side its own
+    uniform), which gives equal integers for every ``c < 1`` with positive probability.
+    """
+    c = np.asarray(c, dtype=np.float64)
+    equal = np.where(c < 0.5, 1.0 - 2.0 * c, 0.0)
+    return equal, np.zeros_like(equal)

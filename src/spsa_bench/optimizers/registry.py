@@ -27,6 +27,7 @@ from spsa_bench.optimizers.adam import (
 from spsa_bench.optimizers.ademamix import AdemamixHyper, build_ademamix
 from spsa_bench.optimizers.autoselect import SpsaAutoselectHyper, build_spsa_autoselect
 from spsa_bench.optimizers.base import OptimizerSpec
+from spsa_bench.optimizers.openbench import OpenBenchHyper, build_spsa_openbench
 from spsa_bench.optimizers.schedule_free import (
     SfAdamBlockHyper,
     SfAdamHyper,
@@ -94,6 +95,8 @@ _BUILT_INS = (
      "SPSA with Fishtest Autoselect's constant gains: c_end = range/6, r from a precision target"),
     ("adam-coord", "adam", AdamCoordHyper, build_adam_coord, _MICRO + "adam_coord_micro",
      "Adam with per-coordinate v of grad_i = -(S/N) flip_i / c_i: N micro-steps per report"),
+    ("spsa-openbench", "spsa", OpenBenchHyper, build_spsa_openbench, None,
+     "OpenBench's SPSA: iteration per pairs_per pairs, A = A_ratio*iterations, int c_k >= 0.5"),
 )
 # fmt: on
 
