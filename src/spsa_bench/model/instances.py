@@ -51,7 +51,9 @@ off leaves every draw above bit for bit as it was)::
   values are not used) with ``kappa = T / L0``, ``L0`` the instance's loss at its start
   with ``e = s`` (every other option included). The loss is linear in ``e``, so the
   gain at the start is exactly ``T`` whatever the number of parameters (``kappa = 0``
-  when ``L0 = 0``: an instance with nothing to gain).
+  when ``L0 = 0``: an instance with nothing to gain). ``kappa`` grows as ``1 / L0``:
+  an instance whose large shares sit on parameters with small offsets (or inside
+  plateaus) gets steep curvatures; docs/fishtest.md states the caveat.
 * ``plateau`` ``{fraction: f, width: w}``: ``round(f * A)`` of the ``A`` active
   parameters, at random, have a flat bottom of half-width ``w`` c_end: along their
   (rotated) axis the loss is ``e_i max(|y_i| - w, 0)^2`` (SeedBowls), zero with a zero
