@@ -69,11 +69,17 @@ TRUTH = _object(
             {
                 "distribution": {
                     "type": "string",
-                    "enum": ["normal", "uniform", "fixed"],
+                    "enum": ["normal", "uniform", "fixed", "student_t"],
                     "description": "normal: scale * N(0, 1); uniform: U(-scale, scale); "
-                    "fixed: +-scale with a random sign",
+                    "fixed: +-scale with a random sign; student_t: scale * t(df) "
+                    "(heavy-tailed, needs df)",
                 },
                 "scale": _num("scale of the offset (c_end units)", minimum=0, maximum=1e6),
+                "df": _num(
+                    "student_t only: degrees of freedom (P(|t| > x) ~ x^-df in the tail)",
+                    minimum=1,
+                    maximum=1e6,
+                ),
             },
         ),
         "elo_per_c_end": {
@@ -97,6 +103,62 @@ TRUTH = _object(
             "by an angle uniform in [-g pi/4, g pi/4]",
             minimum=0,
             maximum=1,
+        ),
+        "elo_at_stake": _object(
+            "landscape option (default off): the Elo gained from the start to the optimum is a "
+            "total drawn per instance, median * exp(sigma N(0, 1)), shared over the active "
+            "parameters with Dirichlet(concentration) shares (replaces elo_per_c_end's values)",
+            {
+                "median": _num("median total Elo at stake", exclusiveMinimum=0, maximum=1e4),
+                "sigma": _num("log-sd of the total (default 0.5)", minimum=0, maximum=5),
+                "concentration": _num(
+                    "Dirichlet concentration of the shares; small is heavy-tailed (default 0.3)",
+                    minimum=0.01,
+                    maximum=1e4,
+                ),
+            },
+            required=("median",),
+        ),
+        "plateau": _object(
+            "landscape option (default off): a share of the active parameters have a flat "
+            "bottom, no Elo and no gradient within +-width c_end of the optimum",
+            {
+                "fraction": _num(
+                    "share of the active parameters with a plateau", minimum=0, maximum=1
+                ),
+                "width": _num("half-width of the plateau (c_end units)", minimum=0, maximum=1e6),
+            },
+            required=("fraction", "width"),
+        ),
+        "ridge": _object(
+            "landscape option (default off): pairs of active parameters rotated by +-pi/4, the "
+            "bowl elongated along their sum or difference (not with interaction > 0)",
+            {
+                "fraction": _num(
+                    "share of the active parameters in ridge pairs", minimum=0, maximum=1
+                ),
+                "ratio": _num(
+                    "curvature along the ridge over across it (default 0.05)",
+                    exclusiveMinimum=0,
+                    maximum=1,
+                ),
+            },
+            required=("fraction",),
+        ),
+        "time_control_shift": _object(
+            "landscape option (default off): the optimum moves by spread * N(0, 1) c_end per "
+            "time-control step (STC, LTC, VLTC) from the one at tuned_at",
+            {
+                "spread": _num(
+                    "standard deviation of the shift per step (c_end units)", minimum=0, maximum=1e6
+                ),
+                "tuned_at": {
+                    "type": "string",
+                    "enum": ["STC", "LTC", "VLTC"],
+                    "description": "the time control the tune plays (its optimum is the drawn one)",
+                },
+            },
+            required=("spread", "tuned_at"),
         ),
     },
 )
