@@ -24,7 +24,7 @@ try:
         command=rule_command(snakemake.rule, {}),
     )
 except ValueError as error:  # a bad run file: one line naming it, exit 2
-    print(f"combine: {error}", file=sys.stderr)
+    print(f"combine: {' '.join(str(error).split())}", file=sys.stderr)
     sys.exit(2)
 print(
     f"combined {len(snakemake.input.runs)} run files: {dict(ds.sizes)} ({time.perf_counter() - start:.1f} s)",

@@ -15,7 +15,11 @@ from spsa_bench.results.combine import open_benchmark  # noqa: E402
 
 out, baseline, targets = snakemake.output, snakemake.params.baseline, snakemake.params.targets
 # lazily: the trajectories are read one cell at a time (memory independent of the grid)
-ds = open_benchmark(snakemake.input[0], ["elo_loss", *tables.SCHEDULE_VARIABLES], lazy=True)
+try:
+    ds = open_benchmark(snakemake.input[0], ["elo_loss", *tables.SCHEDULE_VARIABLES], lazy=True)
+except ValueError as error:  # not a readable benchmark.nc: one line naming it, exit 2
+    print(f"tables: {' '.join(str(error).split())}", file=sys.stderr)
+    sys.exit(2)
 
 # predicted need and relaxation per cell, from the configuration benchmark.nc records
 relax = relaxation.relaxation_table(ds)

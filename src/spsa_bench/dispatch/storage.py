@@ -85,3 +85,39 @@ def _check_schedule(path, values: dict, *, num_pairs, num_workers, seeds) -> Non
         raise ValueError(f"{path}: n_jobs outside 1..{pairs.shape[1]}")
     if np.any(pairs < 0) or np.any(pairs.sum(axis=1) != values["num_pairs"]):
         raise ValueError(f"{path}: job sizes do not add up to num_pairs = {values['num_pairs']}")
+    _check_jobs(path, values)
+
+
+def _check_jobs(path, values: dict) -> None:
+    """Each seed's first ``n_jobs`` jobs: arrival order a permutation of them, workers
+    within the pool, finite times; the padding after them ``-1``. The replay indexes
+    with these, so a value out of range would read another job's row or crash."""
+    shape = values["job_pairs"].shape
+    for name in ("arrival_job", "job_worker", "job_dispatch_time", "job_arrival_time"):
+        if values[name].ndim != 2 or values[name].shape[0] != shape[0]:
+            raise ValueError(f"{path}: {name} does not have one row per seed")
+    for row, (n, seed) in enumerate(zip(values["n_jobs"], values["seeds"], strict=True)):
+        arrivals = values["arrival_job"][row]
+        if arrivals.shape[0] < n or np.any(arrivals[n:] != -1):
+            raise ValueError(f"{path}: arrival_job of seed {seed} has entries beyond its {n} jobs")
+        order = np.sort(arrivals[:n])
+        if not np.array_equal(order, np.arange(n)):
+            bad = (
+                next(int(j) for j in arrivals[:n] if not 0 <= j < n)
+                if (order[0] < 0 or order[-1] >= n)
+                else int(order[np.flatnonzero(np.diff(order) == 0)[0]])
+            )
+            raise ValueError(
+                f"{path}: arrival_job of seed {seed} holds job index {bad}, not each of "
+                f"0..{n - 1} once"
+            )
+        workers = values["job_worker"][row, :n]
+        outside = workers[(workers < 0) | (workers >= values["num_workers"])]
+        if outside.size:
+            raise ValueError(
+                f"{path}: job_worker of seed {seed} holds worker {int(outside[0])}, outside "
+                f"0..{values['num_workers'] - 1}"
+            )
+        for name in ("job_dispatch_time", "job_arrival_time"):
+            if not np.isfinite(values[name][row, :n]).all():
+                raise ValueError(f"{path}: {name} of seed {seed} holds non-finite values")

@@ -22,6 +22,10 @@ from spsa_bench.results.datasets import (
     CELL_DIMS,
     NAN_WHERE_NOT_APPLICABLE,
     PARAM_COORDS,
+    ReadError,
+    check_attribute_sizes,
+    check_label,
+    load_checked,
     open_run,
 )
 from spsa_bench.results.provenance import provenance
@@ -42,6 +46,29 @@ def check_run(path: str | Path, ds: xr.Dataset, grid: np.ndarray | None) -> None
         check_finite(path, str(name), variable.dtype, variable.values, variable_attrs(variable))
     if grid is not None:
         check_grid(path, ds["pairs"].values, grid)
+
+
+def check_cell(
+    path, ds: xr.Dataset, key: tuple, order: Mapping[str, Sequence[str]] | None, params: dict
+) -> None:
+    """Refuse a run file whose cell label (``key``) is not among ``order``'s names of its
+    dimension, or whose parameter count differs from the other files of its scenario
+    (``params``: ``{scenario: (count, first file)}``, filled as files are read): the
+    combine would add a phantom cell, or pad the file's parameters with NaN."""
+    for dim, label in zip(CELL_DIMS, key, strict=True):
+        names = (order or {}).get(dim)
+        if names is not None and label not in names:
+            raise ValueError(
+                f"{path}: {dim} {label!r} is not one of the configuration's "
+                f"({', '.join(map(str, names))}); the file is corrupt or from another run"
+            )
+    count = ds.sizes.get("param", 0)
+    scenario = key[CELL_DIMS.index("scenario")]
+    first, where = params.setdefault(scenario, (count, path))
+    if count != first:
+        raise ValueError(
+            f"{path}: {count} parameters, but scenario {scenario!r} has {first} in {where}"
+        )
 
 
 def variable_attrs(variable: xr.Variable) -> dict:
@@ -111,14 +138,16 @@ def combine_runs(paths: Iterable[str | Path]) -> xr.Dataset:
 
     Seed ranges of one cell are concatenated along ``seed``; cells are aligned
     on the outer product of their labels (missing cells are NaN). Every file must
-    pass :func:`check_run` (finite data, one checkpoint grid). Per-parameter
+    pass :func:`check_run` (finite data, one checkpoint grid) and :func:`check_cell`
+    (one parameter count per scenario). Per-parameter
     coordinates that differ between scenarios become data indexed by scenario.
     """
     by_cell: dict[tuple, list[xr.Dataset]] = {}
-    grid = None
+    grid, params = None, {}
     for path in paths:
         ds = open_run(path)
         check_run(path, ds, grid)
+        check_cell(path, ds, cell_key(ds), None, params)
         grid = ds["pairs"].values if grid is None else grid
         by_cell.setdefault(cell_key(ds), []).append(ds)
     return combine_cells(by_cell)
@@ -254,14 +283,46 @@ def open_benchmark(
     2.5 MB; a 2-core AMD EPYC, 23 GB) +7.7 MB and 0.14-0.28 s lazily, +17.2 MB and
     0.25-0.36 s eagerly; the default run's (2.0 GB on disk) 158 MB and 1 s lazily,
     5.0 GB and 35 s eagerly (issue 32's measurement, a 2-core machine).
+
+    A file that is not a readable combined benchmark is refused with one
+    :class:`~spsa_bench.results.datasets.ReadError` (a ``ValueError``) naming it: not
+    NetCDF or truncated, a run file, an attribute over 1 MiB, a label that is not a
+    configuration name, or (eagerly; lazily when the data is read) a variable that
+    fails its checksum.
     """
+    ds = _open_checked(path)
+    if variables is not None:
+        ds = ds[[v for v in variables if v in ds]]
     if lazy:
-        ds = xr.open_dataset(path, engine="netcdf4")
-        return labels_to_index(ds if variables is None else ds[[v for v in variables if v in ds]])
-    with xr.open_dataset(path, engine="netcdf4") as ds:
-        if variables is not None:
-            ds = ds[[v for v in variables if v in ds]]
-        return labels_to_index(ds.load())
+        return ds
+    with ds:
+        return load_checked(path, ds)
+
+
+def _open_checked(path: str | Path) -> xr.Dataset:
+    """``path`` opened lazily, labels as indexes, refused (:class:`ReadError` naming the
+    file) when it is not a readable NetCDF file (truncated, not NetCDF), not a combined
+    benchmark (a run file: no ``optimizer``, ``batch_mode`` or ``scenario`` dimension),
+    has an oversized attribute or a cell label that is not a configuration name."""
+    try:
+        ds = labels_to_index(xr.open_dataset(path, engine="netcdf4"))
+    except Exception as error:  # netCDF4 raises OSError/RuntimeError/ValueError variants
+        reason = " ".join(str(error).split()) or type(error).__name__
+        raise ReadError(f"{path}: not a readable NetCDF file ({reason})") from None
+    try:
+        missing = [dim for dim in CELL_DIMS if dim not in ds.dims]
+        if missing:
+            raise ReadError(
+                f"{path}: not a combined benchmark file (no {missing[0]} dimension; a run "
+                "file holds one cell: pass results/benchmark.nc)"
+            )
+        check_attribute_sizes(path, ds)
+        for dim in CELL_DIMS:
+            check_label(path, dim, ds[dim].values)
+    except ReadError:
+        ds.close()
+        raise
+    return ds
 
 
 def open_schedules(paths: Iterable[str | Path], modes: Sequence[str]) -> dict[str, xr.Dataset]:

@@ -7,6 +7,7 @@ schedule dataset, writes schedule files and opens run files.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -123,14 +124,78 @@ def open_run_head(path: str | Path) -> tuple[xr.Dataset, np.ndarray]:
 
 
 def _open_run(path: str | Path, part) -> xr.Dataset:
-    """``part`` of one run file (a function of the lazily opened dataset), loaded."""
+    """``part`` of one run file (a function of the lazily opened dataset), loaded; refused
+    (:class:`ReadError`, naming the file) when an attribute is oversized, a variable
+    fails its checksum, it holds no seeds or a cell label is not a configuration name."""
     path = Path(path)
     try:
         with xr.open_dataset(path, engine="netcdf4") as ds:
-            loaded = labels_to_index(part(ds).load())
+            check_attribute_sizes(path, ds)
+            loaded = labels_to_index(load_checked(path, part(ds)))
+    except ReadError:
+        raise
     except Exception as error:  # netCDF4 raises OSError/RuntimeError/ValueError variants
         raise ValueError(f"{path}: not a readable spsa-bench NetCDF file ({error})") from None
     missing = [v for v in ("theta", "elo_loss", *CELL_DIMS) if v not in loaded.variables]
     if missing:
         raise ValueError(f"{path}: not an spsa-bench run file (missing {', '.join(missing)})")
+    if loaded.sizes.get("seed", 0) == 0:
+        raise ReadError(f"{path}: holds no seeds (its seed dimension has length 0)")
+    for dim in CELL_DIMS:
+        check_label(path, dim, loaded[dim].values)
     return loaded
+
+
+#: The largest attribute a reader accepts, in bytes (the largest real one, a run file's
+#: ``config``, is a few kB; the combined file's is the resolved configuration).
+MAX_ATTRIBUTE_BYTES = 1 << 20
+#: A cell label as the configuration's names are (``NAME_PATTERN`` of
+#: :mod:`spsa_bench.config.schema_fragments`): no path separator, no dot, no control.
+LABEL = re.compile(r"[a-z0-9][a-z0-9_-]*")
+
+
+class ReadError(ValueError):
+    """A file a reader refuses; the message names the file and the variable or field."""
+
+
+def check_attribute_sizes(path, ds: xr.Dataset) -> None:
+    """Refuse an attribute of the file or of a variable larger than
+    :data:`MAX_ATTRIBUTE_BYTES`, before anything copies it."""
+    owners = [("", ds.attrs), *((f"{name}:", v.attrs) for name, v in ds.variables.items())]
+    for prefix, attrs in owners:
+        for key, value in attrs.items():
+            size = np.asarray(value).nbytes if not isinstance(value, str) else len(value)
+            if size > MAX_ATTRIBUTE_BYTES:
+                raise ReadError(
+                    f"{path}: attribute {prefix}{key} is {size:,} bytes, more than the "
+                    f"limit of {MAX_ATTRIBUTE_BYTES:,}"
+                )
+
+
+def check_label(path, dim: str, values) -> None:
+    """Refuse a cell label that is not a configuration name (``../../etc``, a control)."""
+    for value in np.atleast_1d(values).tolist():
+        if not isinstance(value, str) or not LABEL.fullmatch(value):
+            raise ReadError(
+                f"{path}: {dim} label {str(value)[:80]!r} is not a configuration name "
+                "(lower-case letters, digits, '-' and '_')"
+            )
+
+
+def corrupt(path, name: str) -> ReadError:
+    """The refusal of a variable whose data the file's checksum (or HDF5) rejects."""
+    return ReadError(
+        f"{path}: checksum mismatch in variable {name} (the file is corrupt; rerun the job "
+        "that wrote it)"
+    )
+
+
+def load_checked(path, ds: xr.Dataset) -> xr.Dataset:
+    """``ds`` loaded variable by variable, a variable whose chunks fail their fletcher32
+    checksum (netCDF4's ``RuntimeError: NetCDF: HDF error``) refused by name."""
+    for name, variable in ds.variables.items():
+        try:
+            variable.load()
+        except RuntimeError:
+            raise corrupt(path, str(name)) from None
+    return ds

@@ -33,13 +33,14 @@ from spsa_bench.results.cf import labels_to_auxiliary
 from spsa_bench.results.combine import (
     PARAM_PADDING,
     cell_key,
+    check_cell,
     check_finite,
     check_grid,
     check_run,
     combine_cells,
     finish_benchmark,
 )
-from spsa_bench.results.datasets import CELL_DIMS, open_run_head
+from spsa_bench.results.datasets import CELL_DIMS, corrupt, open_run_head
 
 GRID = "pairs"
 
@@ -82,16 +83,20 @@ def _kept_whole(head: xr.Dataset) -> list[str]:
     ]
 
 
-def _skeletons(paths: Iterable[str | Path]) -> tuple[dict, dict, dict, np.ndarray, np.ndarray]:
+def _skeletons(
+    paths: Iterable[str | Path], order: Mapping[str, Sequence[str]] | None = None
+) -> tuple[dict, dict, dict, np.ndarray, np.ndarray]:
     """``({cell: [skeleton]}, {cell: [whole]}, {cell: [path]}, seeds, grid)`` of the run
     files. A skeleton is a file's first checkpoint at its first :data:`SKELETON_SEEDS`
     seeds; ``whole`` its :func:`_kept_whole` variables at every seed. Both are checked
-    (finite values, one checkpoint grid); the other values are checked as pass 2 reads
-    them (:func:`_write_file`)."""
+    (finite values, one checkpoint grid), and each file's cell against the others
+    (:func:`~spsa_bench.results.combine.check_cell`: labels among ``order``'s, one
+    parameter count per scenario); the other values are checked as pass 2 reads them
+    (:func:`_write_file`)."""
     skeletons: dict[tuple, list[xr.Dataset]] = {}
     wholes: dict[tuple, list[xr.Dataset]] = {}
     files: dict[tuple, list[Path]] = {}
-    seeds, grid = [], None
+    seeds, grid, params = [], None, {}
     for path in paths:
         head, pairs = open_run_head(path)
         whole = head[_kept_whole(head)].copy(deep=True)  # not a view holding the file's head
@@ -102,6 +107,7 @@ def _skeletons(paths: Iterable[str | Path]) -> tuple[dict, dict, dict, np.ndarra
             check_grid(path, pairs, grid)
         grid = pairs if grid is None else grid
         key = cell_key(head)
+        check_cell(path, head, key, order, params)
         seeds.append(head["seed"].values)
         skeletons.setdefault(key, []).append(skeleton)
         wholes.setdefault(key, []).append(whole)
@@ -191,7 +197,10 @@ def _write_file(nc, template: xr.Dataset, big: Mapping[str, xr.Variable], key, p
             if name not in run.variables:
                 continue
             source = run[name]
-            values = source[:]
+            try:
+                values = source[:]
+            except RuntimeError:  # NetCDF: HDF error: a chunk failed its fletcher32 checksum
+                raise corrupt(path, name) from None
             attrs = {k: source.getncattr(k) for k in source.ncattrs()}
             check_finite(path, name, values.dtype, values, attrs)
             kept = [d for d in variable.dims if d not in CELL_DIMS]
@@ -261,8 +270,15 @@ def stream_benchmark(
 ) -> xr.Dataset:
     """Write ``output`` as :func:`combine_benchmark` + :func:`write_benchmark` would,
     holding one cell of checkpoint data at a time; returns the skeleton (no checkpoints).
+
+    ``order`` gives the configuration's names of each cell dimension it has: a run file
+    whose label is not among them (a flipped byte in ``calibrated``) is refused, as is
+    any file :func:`~spsa_bench.results.datasets.open_run_head` or
+    :func:`~spsa_bench.results.combine.check_cell` refuses; a refusal is one
+    ``ValueError`` naming the file, raised before ``output`` is touched, or (a checksum
+    failing in pass 2) before the temporary file replaces it.
     """
-    skeletons, wholes, files, seeds, grid = _skeletons(paths)
+    skeletons, wholes, files, seeds, grid = _skeletons(paths, order)
     template = finish_benchmark(combine_cells(skeletons), order, config_json, command)
     every_seed = all(np.array_equal(_cell_seeds(cell), seeds) for cell in wholes.values())
     big = _streamed(template, wide_integers=every_seed)

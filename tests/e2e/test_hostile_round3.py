@@ -1,0 +1,357 @@
+"""Hostile input, round 3 (issue 33, classes 4 and 5): the readers of run files,
+schedules and ``benchmark.nc``, the studies' up-front estimates and inputs that can
+block. Each case feeds the exact hostile input of the issue and asserts the refusal:
+one line naming the file (and the variable or field), exit 2 where a command or a
+workflow script refuses, and nothing written or changed (names, sizes, modification
+times and bytes of the directory before and after).
+
+The run files, schedules and ``benchmark.nc`` are copies from the finished tiny
+workflow run at ``/work/base_results_test`` (skipped when it is absent), corrupted in
+a temporary directory."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from spsa_bench.dispatch.storage import read_schedule
+from spsa_bench.results.combine import open_benchmark
+from spsa_bench.results.stream import stream_benchmark
+
+REPO = Path(__file__).resolve().parents[2]
+BASE = Path("/work/base_results_test")
+pytestmark = pytest.mark.skipif(not (BASE / "benchmark.nc").exists(), reason="no finished run")
+#: The run files combined in these cases: one batch mode, two scenarios, every arm.
+CELLS = ("sync/calibrated", "sync/mixed")
+
+
+def snapshot(root: Path) -> dict[str, tuple]:
+    """Every file and directory under ``root``: kind, size, mtime and SHA-256."""
+    state = {}
+    for path in sorted(root.rglob("*")):
+        info = path.lstat()
+        digest = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else ""
+        state[str(path.relative_to(root))] = (info.st_mode, info.st_size, info.st_mtime_ns, digest)
+    return state
+
+
+@pytest.fixture
+def runs(tmp_path) -> list[Path]:
+    """Copies of the run files of :data:`CELLS` under ``tmp_path/runs``."""
+    paths = []
+    for cell in CELLS:
+        for source in sorted((BASE / "runs" / cell).glob("*/seeds-*.nc")):
+            target = tmp_path / "runs" / source.relative_to(BASE / "runs")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            paths.append(Path(shutil.copy2(source, target)))
+    return paths
+
+
+def order() -> dict[str, list[str]]:
+    """The configuration's names, as the workflow passes them (``grid_order``)."""
+    with xr.open_dataset(BASE / "benchmark.nc") as ds:
+        return {
+            d: [str(v) for v in ds[f"{d}_label"].values]
+            for d in ("optimizer", "batch_mode", "scenario")
+        }
+
+
+def rewrite(path: Path, change) -> None:
+    """``path`` rewritten by xarray with ``change(ds)`` applied (its encoding kept)."""
+    with xr.open_dataset(path) as ds:
+        ds = change(ds.load())
+    path.unlink()
+    ds.to_netcdf(path)
+
+
+def flip_last_chunk(path: Path, name: str) -> None:
+    """Flip one bit in the last stored chunk of variable ``name`` (found by its bytes):
+    netCDF4 reads the other chunks, and this one fails its fletcher32 checksum."""
+    import netCDF4
+
+    with netCDF4.Dataset(path) as ds:
+        variable = ds[name]
+        variable.set_auto_mask(False)
+        values = np.asarray(variable[:])
+        chunks = variable.chunking()
+    block = values[tuple(slice(n - c, n) for c, n in zip(chunks, values.shape, strict=True))]
+    raw = np.ascontiguousarray(block).astype(values.dtype.newbyteorder("<")).tobytes()
+    data = bytearray(path.read_bytes())
+    where = data.find(raw)
+    assert where >= 0 and data.find(raw, where + 1) < 0
+    data[where + len(raw) // 2] ^= 0x10
+    path.write_bytes(bytes(data))
+
+
+def flip_label(path: Path, old: bytes, new: bytes) -> None:
+    """Replace the stored text of the ``scenario`` label (not the configuration attribute
+    that also holds it) by ``new``, byte for byte."""
+    data = path.read_bytes()
+    start = 0
+    while (where := data.find(old, start)) >= 0:
+        trial = data[:where] + new + data[where + len(old) :]
+        path.write_bytes(trial)
+        with xr.open_dataset(path) as ds:
+            if str(ds["scenario"].item()) == new.decode():
+                return
+        start = where + 1
+    raise AssertionError("label not found")
+
+
+def one_refusal(error: pytest.ExceptionInfo, *words: str) -> str:
+    message = str(error.value)
+    assert "\n" not in message
+    for word in words:
+        assert word in message, message
+    return message
+
+
+def combine_refuses(tmp_path, paths, victim: Path, *words: str) -> str:
+    """``stream_benchmark`` refuses, naming ``victim`` and ``words``; nothing is written."""
+    before = snapshot(tmp_path)
+    with pytest.raises(ValueError) as error:
+        stream_benchmark(paths, tmp_path / "benchmark.nc", order=order())
+    assert snapshot(tmp_path) == before
+    return one_refusal(error, str(victim), *words)
+
+
+def test_a_valid_set_still_combines(tmp_path, runs):
+    """The checks refuse nothing real: the copies combine as before."""
+    stream_benchmark(runs, tmp_path / "benchmark.nc", order=order())
+    assert (tmp_path / "benchmark.nc").stat().st_size > 0
+
+
+# ---------------------------------------------------------------- class 4: run files
+
+
+def test_a_checksum_failure_while_streaming_names_the_file_and_variable(tmp_path, runs):
+    """A bit flip in a later chunk of elo_loss is caught by fletcher32 in pass 2
+    (before: ``RuntimeError: NetCDF: HDF error``, no file named)."""
+    victim = runs[3]
+    flip_last_chunk(victim, "elo_loss")
+    message = combine_refuses(tmp_path, runs, victim, "checksum mismatch in variable elo_loss")
+    assert "rerun the job that wrote it" in message
+
+
+def test_a_checksum_failure_in_the_first_chunk_names_the_variable(tmp_path, runs):
+    """The same flip in a variable pass 1 reads whole (avg_step_size_last_100, one chunk)."""
+    victim = runs[0]
+    flip_last_chunk(victim, "avg_step_size_last_100")
+    combine_refuses(tmp_path, runs, victim, "checksum mismatch in variable avg_step_size_last_100")
+
+
+def test_a_run_file_with_no_seeds_is_refused(tmp_path, runs):
+    victim = runs[1]
+    rewrite(victim, lambda ds: ds.isel(seed=slice(0, 0)))
+    combine_refuses(tmp_path, runs, victim, "holds no seeds")
+
+
+@pytest.mark.parametrize(
+    ("new", "words"),
+    [
+        (b"cXlibrated", ("scenario label 'cXlibrated'",)),
+        (b"cxlibrated", ("scenario 'cxlibrated'",)),
+    ],
+)
+def test_a_flipped_byte_in_a_label_adds_no_phantom_scenario(tmp_path, runs, new, words):
+    """``calibrated`` -> ``cXlibrated`` is not a name at all; ``cxlibrated`` is one, but
+    not the configuration's: both refused instead of a fourth scenario."""
+    victim = next(p for p in runs if "calibrated" in str(p))
+    flip_label(victim, b"calibrated", new)
+    combine_refuses(tmp_path, runs, victim, *words)
+
+
+def test_a_run_file_with_fewer_parameters_is_not_padded(tmp_path, runs):
+    """One file of scenario mixed loses its last parameter: refused naming it, the
+    count and a file of the scenario with the full count (before: NaN-padded)."""
+    mixed = [p for p in runs if "/mixed/" in str(p)]
+    victim = mixed[-1]
+    rewrite(victim, lambda ds: ds.isel(param=slice(0, -1)))
+    with xr.open_dataset(mixed[0]) as other:
+        count = other.sizes["param"]
+    combine_refuses(tmp_path, runs, victim, f"{count - 1} parameters", f"has {count}")
+
+
+def test_a_path_label_is_refused_on_read(tmp_path, runs):
+    victim = runs[2]
+    rewrite(victim, lambda ds: ds.assign_coords(scenario="../../etc"))
+    combine_refuses(tmp_path, runs, victim, "scenario label '../../etc'")
+
+
+def test_an_oversized_attribute_is_refused_before_it_is_copied(tmp_path, runs):
+    victim = runs[4]
+    rewrite(victim, lambda ds: ds.assign_attrs(planted="x" * (2 << 20)))
+    combine_refuses(tmp_path, runs, victim, "attribute planted", "2,097,152 bytes")
+
+
+def run_script(name: str, tmp_path: Path, **fields) -> tuple[int, list[str]]:
+    """Run ``workflow/scripts/<name>.py`` in a subprocess with a stand-in ``snakemake``
+    object (``fields``: input, output, params, config, rule); its status and log lines."""
+    log = tmp_path / f"{name}.log"
+    fields = {"log": [str(log)], "scriptdir": str(REPO / "workflow" / "scripts"), **fields}
+    code = f"""
+import json, runpy
+class Named(list):
+    def __init__(self, items, **named):
+        super().__init__(items)
+        self.__dict__.update(named)
+def named(value):
+    if isinstance(value, dict) and value.get("__named__"):
+        return Named(value["items"], **value["named"])
+    return value
+fields = {{k: named(v) for k, v in json.loads({json.dumps(json.dumps(fields))}).items()}}
+class Snakemake:
+    pass
+snakemake = Snakemake()
+snakemake.__dict__.update(fields)
+runpy.run_path({str(REPO / "workflow" / "scripts" / f"{name}.py")!r}, init_globals={{"snakemake": snakemake}})
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert "Traceback" not in done.stderr, done.stderr
+    return done.returncode, log.read_text().strip("\n").split("\n")
+
+
+def named(items=(), **attrs) -> dict:
+    return {"__named__": True, "items": list(items), "named": attrs}
+
+
+def test_the_combine_script_refuses_a_corrupt_run_file_in_one_line(tmp_path, runs):
+    """Through the workflow's combine script: exit 2, one log line naming file and variable."""
+    victim = runs[5]
+    flip_last_chunk(victim, "theta")
+    with xr.open_dataset(BASE / "benchmark.nc") as ds:
+        config = json.loads(ds.attrs["config"])
+    output = tmp_path / "out" / "benchmark.nc"
+    output.parent.mkdir()
+    before = snapshot(tmp_path / "runs")
+    status, lines = run_script(
+        "combine",
+        tmp_path,
+        input=named(runs=[str(p) for p in runs]),
+        output=[str(output)],
+        params=named(order=order()),
+        config=config,
+        rule="combine",
+    )
+    assert status == 2
+    assert lines == [
+        f"combine: {victim}: checksum mismatch in variable theta (the file is "
+        "corrupt; rerun the job that wrote it)"
+    ]
+    assert list(output.parent.iterdir()) == []
+    assert snapshot(tmp_path / "runs") == before
+
+
+# ---------------------------------------------------------------- class 4: benchmark.nc
+
+
+def truncated(tmp_path) -> Path:
+    path = tmp_path / "benchmark.nc"
+    data = (BASE / "benchmark.nc").read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+    return path
+
+
+def a_run_file(tmp_path) -> Path:
+    return Path(shutil.copy2(BASE / "runs/sync/calibrated/spsa/seeds-0-3.nc", tmp_path / "run.nc"))
+
+
+@pytest.mark.parametrize(
+    ("make", "words"),
+    [
+        (truncated, ("not a readable NetCDF file",)),
+        (a_run_file, ("not a combined benchmark file", "no optimizer dimension")),
+    ],
+)
+def test_the_tables_step_refuses_a_bad_benchmark_in_one_line(tmp_path, make, words):
+    """A truncated ``benchmark.nc`` or a run file given to the tables step: exit 2, one
+    line naming the file (before: a traceback)."""
+    path = make(tmp_path)
+    out = tmp_path / "tables"
+    out.mkdir()
+    before = snapshot(tmp_path)
+    outputs = {
+        k: str(out / f"{k}.txt") for k in ("convergence", "convergence_md", "kpis", "kpis_md")
+    }
+    status, lines = run_script(
+        "tables",
+        tmp_path,
+        input=[str(path)],
+        output=named(outputs.values(), **outputs),
+        params=named(baseline="spsa", targets=[0.5]),
+        rule="tables",
+    )
+    after = snapshot(tmp_path)
+    after.pop("tables.log")
+    assert status == 2
+    assert after == before
+    assert len(lines) == 1 and lines[0].startswith(f"tables: {path}: "), lines
+    for word in words:
+        assert word in lines[0]
+
+
+def test_open_benchmark_refuses_labels_and_attributes(tmp_path):
+    """``open_benchmark`` (tables, figures, ranking, tune) refuses a path label and an
+    oversized attribute by name; a valid file opens to the same data as before."""
+    path = Path(shutil.copy2(BASE / "benchmark.nc", tmp_path / "benchmark.nc"))
+    plain = open_benchmark(path, ["elo_loss"], lazy=False)
+    with xr.open_dataset(BASE / "benchmark.nc") as ds:
+        np.testing.assert_array_equal(plain["elo_loss"].values, ds["elo_loss"].values)
+    labels = [str(v) for v in plain["scenario"].values]
+    bad = tmp_path / "bad.nc"
+    with xr.open_dataset(path) as ds:
+        ds.load().assign_coords(scenario_label=("scenario", ["../../etc", *labels[1:]])).to_netcdf(
+            bad
+        )
+    with pytest.raises(ValueError) as error:
+        open_benchmark(bad)
+    one_refusal(error, str(bad), "scenario label '../../etc'")
+    big = tmp_path / "big.nc"
+    with xr.open_dataset(path) as ds:
+        ds.load().assign_attrs(planted="y" * (1 << 21)).to_netcdf(big)
+    with pytest.raises(ValueError) as error:
+        open_benchmark(big)
+    one_refusal(error, str(big), "attribute planted")
+
+
+# ---------------------------------------------------------------- class 4: schedules
+
+
+def schedule(tmp_path) -> Path:
+    return Path(shutil.copy2(BASE / "schedules/async-fixed/seeds-0-3.nc", tmp_path / "s.nc"))
+
+
+def test_a_valid_schedule_reads_as_before(tmp_path):
+    read_schedule(schedule(tmp_path), num_pairs=2000, num_workers=20, seeds=range(4))
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "words"),
+    [
+        ("arrival_job", 10**6, ("arrival_job of seed 0", "job index 1000000")),
+        ("arrival_job", -7, ("arrival_job of seed 0", "job index -7")),
+        ("job_worker", 99, ("job_worker of seed 0", "worker 99", "0..19")),
+        ("job_arrival_time", np.nan, ("job_arrival_time of seed 0", "non-finite")),
+    ],
+)
+def test_a_schedule_with_indices_out_of_range_is_refused(tmp_path, field, value, words):
+    path = schedule(tmp_path)
+
+    def change(ds):
+        ds[field].values[0, 3] = value
+        return ds
+
+    rewrite(path, change)
+    before = snapshot(tmp_path)
+    with pytest.raises(ValueError) as error:
+        read_schedule(path, num_pairs=2000, num_workers=20, seeds=range(4))
+    one_refusal(error, str(path), *words)
+    assert snapshot(tmp_path) == before
