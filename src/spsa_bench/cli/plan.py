@@ -95,9 +95,40 @@ def add_parser(sub) -> None:
         help="directory for plan.md, plan.nc and plan.png (default %(default)s)",
     )
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    _add_gain_options(
+        p.add_argument_group("the tune's SPSA gains, as Fishtest's form takes them (docs/plan.md)")
+    )
     _add_prior_options(p.add_argument_group("the prior over the unknown truth (docs/plan.md)"))
     _add_search_options(p.add_argument_group("the search of better settings (1 is always in)"))
     p.set_defaults(func=run)
+
+
+def _add_gain_options(gains) -> None:
+    """The spsa arm's A (as a share of the iterations), alpha and gamma; Autoselect keeps
+    its own constant gains."""
+    from spsa_bench.plan import spec as plan
+
+    for flag, default, bounds, what in (
+        (
+            "--a-ratio",
+            plan.DEFAULT_A_RATIO,
+            plan.A_RATIO_BOUNDS,
+            "A = ratio x N, N = games / 2 iterations (Fishtest's SPSA A ratio)",
+        ),
+        (
+            "--alpha",
+            plan.DEFAULT_ALPHA,
+            plan.ALPHA_BOUNDS,
+            "decay exponent of a_k = a / (A + k)^alpha",
+        ),
+        ("--gamma", plan.DEFAULT_GAMMA, plan.GAMMA_BOUNDS, "decay exponent of c_k = c / k^gamma"),
+    ):
+        gains.add_argument(
+            flag,
+            type=_number(flag, *bounds),
+            default=default,
+            help=f"{what}, in [{bounds[0]:g}, {bounds[1]:g}] (default %(default)s)",
+        )
 
 
 def _add_prior_options(prior) -> None:
@@ -209,6 +240,9 @@ def spec_of(args: argparse.Namespace):
         r_scales=args.r_scales,
         games_scales=args.games_scales,
         margin=args.margin,
+        a_ratio=args.a_ratio,
+        alpha=args.alpha,
+        gamma=args.gamma,
         source=printable_text(Path(source).name) if args.params != "-" else source,
     )
 

@@ -8,8 +8,8 @@ the number of instances, the prior over the unknown truth and the search).
 - scenario ``plan``: the block (``fishtest_params``), every parameter an integer the
   worker rounds as ``floor(x + U)`` (``rounding: stochastic``), the time control's
   calibrated noise (``noise: STC | LTC | VLTC``);
-- arms ``spsa`` (Fishtest's SPSA today: ``A = 0.1 N``, alpha 0.602, gamma 0.101, the
-  block's c_end and r_end) and ``spsa-autoselect`` (Fishtest's Autoselect at the time
+- arms ``spsa`` (Fishtest's SPSA with the spec's ``A = a_ratio N`` (default 0.1),
+  alpha (0.602) and gamma (0.101), the block's c_end and r_end) and ``spsa-autoselect`` (Fishtest's Autoselect at the time
   control);
 - the batch mode, copied from the packaged default configuration.
 
@@ -48,7 +48,6 @@ from spsa_bench.config.loader import (
 )
 from spsa_bench.plan.spec import (
     AUTOSELECT,
-    FISHTEST_SPSA,
     LEVEL,
     SCENARIO,
     SPSA,
@@ -93,7 +92,7 @@ def plan_config(spec: PlanSpec, games: int) -> Config:
         "baseline": SPSA,
         "batch_modes": {spec.batch_mode: default["batch_modes"][spec.batch_mode]},
         "scenarios": {SCENARIO: scenario},
-        "optimizers": {SPSA: dict(FISHTEST_SPSA), AUTOSELECT: {"time_control": spec.time_control}},
+        "optimizers": {SPSA: spec.spsa, AUTOSELECT: {"time_control": spec.time_control}},
     }
     return resolve(raw)
 
@@ -378,6 +377,9 @@ def plan_dataset(spec, setups, results, given, recommended, autoselect, skipped)
         "time_control": spec.time_control,
         "batch_mode": spec.batch_mode,
         "margin_elo": spec.margin,
+        "spsa_A_ratio": spec.a_ratio,
+        "spsa_alpha": spec.alpha,
+        "spsa_gamma": spec.gamma,
         "given_run": given.label,
         "recommended_run": recommended.label,
         "autoselect_run": autoselect.label,

@@ -7,7 +7,8 @@ this module imports none of them, so the package has no import circle.
 
 - :class:`PlanSpec`: the parameter block, the games budget, the time control, a batch
   mode of the packaged default configuration, the number of instances (seeds), the
-  prior over the unknown truth and the search (multipliers on c_end, r_end and games);
+  prior over the unknown truth, the tune's SPSA gain schedule (``A`` as a share of the
+  iterations, alpha, gamma) and the search (multipliers on c_end, r_end and games);
 - :class:`Setting`: one run of the plan (an arm, its multipliers, its budget and its
   instances); :func:`search_settings` is every ``c_scale x r_scale x games`` of the
   search, :func:`given_setting` the tune as given (``c_scale = r_scale = 1``);
@@ -42,8 +43,18 @@ from spsa_bench.model.time_control import TIME_CONTROLS
 SCENARIO = "plan"
 SPSA = "spsa"
 AUTOSELECT = "spsa-autoselect"
-#: Fishtest's SPSA today: A = 0.1 N (fishtest #1326); alpha, gamma: the kind's defaults.
-FISHTEST_SPSA = {"A_ratio": 0.1}
+#: Fishtest's SPSA form's defaults: A = 0.1 N (fishtest #1326, ``spsa_workflow.py``
+#: ``build_spsa_state``), alpha 0.602, gamma 0.101 (the spsa kind's defaults).
+DEFAULT_A_RATIO = 0.1
+DEFAULT_ALPHA = 0.602
+DEFAULT_GAMMA = 0.101
+#: The bounds of ``--alpha`` and ``--gamma``: the spsa kind's (optimizers/spsa.py,
+#: ``SpsaHyper``; tests/plan/test_gains.py checks they agree).
+ALPHA_BOUNDS = (0.0, 2.0)
+GAMMA_BOUNDS = (0.0, 1.0)
+#: ``--a-ratio`` is at least the kind's minimum 0 and at most 1 (A = N): real tunes
+#: used 0.005 to 0.1 (docs/plan.md), and the cap keeps ``A`` finite.
+A_RATIO_BOUNDS = (0.0, 1.0)
 DEFAULT_GAMES = 60_000
 DEFAULT_SEEDS = 200
 DEFAULT_BATCH_MODE = "sync"
@@ -90,6 +101,9 @@ class PlanSpec:
     margin: float = DEFAULT_MARGIN
     checkpoints: int = CHECKPOINTS
     source: str = "PARAMS"  # where the block came from, for the report
+    a_ratio: float = DEFAULT_A_RATIO  # A = int(a_ratio * games / 2)
+    alpha: float = DEFAULT_ALPHA
+    gamma: float = DEFAULT_GAMMA
 
     def __post_init__(self) -> None:
         parse_block(self.block_text)  # BlockError names the line and the field
@@ -102,6 +116,15 @@ class PlanSpec:
             raise ConfigError(f"--seeds = {self.seeds}: give 2 to 100,000 instances")
         if not (math.isfinite(self.margin) and self.margin >= 0):
             raise ConfigError(f"--margin = {self.margin}: must be a finite number >= 0")
+        for flag, value, (low, high) in (
+            ("--a-ratio", self.a_ratio, A_RATIO_BOUNDS),
+            ("--alpha", self.alpha, ALPHA_BOUNDS),
+            ("--gamma", self.gamma, GAMMA_BOUNDS),
+        ):
+            if isinstance(value, bool) or not (
+                isinstance(value, (int, float)) and math.isfinite(value) and low <= value <= high
+            ):
+                raise ConfigError(f"{flag} = {value!r}: must be a number in [{low:g}, {high:g}]")
         for flag, scales in (
             ("--c-scales", self.c_scales),
             ("--r-scales", self.r_scales),
@@ -110,6 +133,12 @@ class PlanSpec:
             object.__setattr__(self, flag[2:].replace("-", "_"), _scales(flag, scales))
         for c_scale in (min(self.c_scales), max(self.c_scales)):
             _check_scaled_block(self.block, c_scale, max(self.r_scales))
+        _check_gains(self)
+
+    @property
+    def spsa(self) -> dict:
+        """The spsa arm's gain schedule in the configuration's terms."""
+        return {"A_ratio": self.a_ratio, "alpha": self.alpha, "gamma": self.gamma}
 
     @property
     def block(self):
@@ -144,6 +173,24 @@ def _check_scaled_block(block: ParamBlock, c_scale: float, r_scale: float) -> No
         raise ConfigError(
             f"--c-scales {c_scale:g}, --r-scales {r_scale:g}: the scaled block's {error}"
         ) from None
+
+
+def _check_gains(spec: PlanSpec) -> None:
+    """The largest gains of the search are finite: ``c = c_end N^gamma`` and ``a =
+    r_end c_end^2 (A + N)^alpha`` at the largest multipliers and budget (the block's
+    checks assume A <= 0.1 N; ``--a-ratio`` may be larger), else the error names the flags."""
+    pairs = max(budgets(spec)[0], default=spec.games) // 2
+    block, c_scale, r_scale = spec.block, max(spec.c_scales), max(spec.r_scales)
+    with np.errstate(over="ignore", invalid="ignore"):
+        c_end = block.c_end * c_scale
+        a = block.r_end * r_scale * c_end**2 * (int(spec.a_ratio * pairs) + pairs) ** spec.alpha
+        c = c_end * float(pairs) ** spec.gamma
+    if not (np.all(np.isfinite(a)) and np.all(np.isfinite(c))):
+        raise ConfigError(
+            f"--a-ratio {spec.a_ratio:g}, --alpha {spec.alpha:g}, --gamma {spec.gamma:g}: the "
+            f"block's gains a = r_end c_end^2 (A + N)^alpha or c = c_end N^gamma overflow at "
+            f"{2 * pairs:,} games with c_end x{c_scale:g}, r_end x{r_scale:g}"
+        )
 
 
 @dataclasses.dataclass(frozen=True)

@@ -22,7 +22,15 @@ from spsa_bench.analysis.tables import markdown_table
 from spsa_bench.config.block_guards import printable_text
 from spsa_bench.config.param_block import ParamBlock, parse_block
 from spsa_bench.model.instances import TruthPrior
-from spsa_bench.plan.spec import AUTOSELECT, LEVEL, PRIOR, ZERO_OFFSET
+from spsa_bench.plan.spec import (
+    AUTOSELECT,
+    DEFAULT_A_RATIO,
+    DEFAULT_ALPHA,
+    DEFAULT_GAMMA,
+    LEVEL,
+    PRIOR,
+    ZERO_OFFSET,
+)
 
 #: A parameter barely moves when its median final move is below this many c_end.
 BARELY_MOVES = 0.5
@@ -101,6 +109,20 @@ def runs_of(ds: xr.Dataset, instances: str = PRIOR) -> list[str]:
     return [str(r) for r in ds["run"].values[ds["instances"].values == instances]]
 
 
+def gain_schedule(ds: xr.Dataset) -> str:
+    """The spsa arm's ``A``, alpha and gamma as plan.md states them (a plan.nc written
+    before they were options has Fishtest's defaults)."""
+    a_ratio = float(ds.attrs.get("spsa_A_ratio", DEFAULT_A_RATIO))
+    alpha = float(ds.attrs.get("spsa_alpha", DEFAULT_ALPHA))
+    gamma = float(ds.attrs.get("spsa_gamma", DEFAULT_GAMMA))
+    games = int(ds.attrs["games_given"])
+    default = (a_ratio, alpha, gamma) == (DEFAULT_A_RATIO, DEFAULT_ALPHA, DEFAULT_GAMMA)
+    text = f"A = {a_ratio:g} N, α {alpha:g}, γ {gamma:g}"
+    if default:
+        return text
+    return f"A = {a_ratio:g} N = {int(a_ratio * (games // 2)):,} at the given games, α {alpha:g}, γ {gamma:g}"
+
+
 # ---------------------------------------------------------------------------- sections
 
 
@@ -119,8 +141,8 @@ def header(ds: xr.Dataset) -> list[str]:
         f"{len(block)} parameters, **{games:,} games** ({games // 2:,} game pairs), "
         f"**{ds.attrs['time_control']}** game noise (draw rate {ds.attrs['noise_draw_rate']:.3f}, "
         f"σ² {ds.attrs['noise_sigma2']:.4f} per pair at equal strength), batch mode "
-        f"**{ds.attrs['batch_mode']}** ({mode_text}), Fishtest's SPSA (A = 0.1 N, α 0.602, "
-        "γ 0.101, the block's c_end and r_end) with the worker's stochastic rounding, "
+        f"**{ds.attrs['batch_mode']}** ({mode_text}), Fishtest's SPSA ({gain_schedule(ds)}, "
+        "the block's c_end and r_end) with the worker's stochastic rounding, "
         f"simulated on **{ds.sizes['seed']} instances** of the prior below. A simulation "
         "under stated assumptions, not a measurement of your engine.",
     ]
