@@ -28,6 +28,7 @@ include: "workflow/rules/figures.smk"
 include: "workflow/rules/validation.smk"
 include: "workflow/rules/noise.smk"
 include: "workflow/rules/studies.smk"
+include: "workflow/rules/findings.smk"
 
 
 onsuccess:

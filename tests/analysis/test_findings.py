@@ -160,3 +160,14 @@ def test_cend_and_budget_answers_follow_their_budget_check(tmp_path):
     text = findings_markdown(read_tables(_write(tmp_path, tables | {"cend": cend})))
     assert f"**NOT RANKED**, budget below need: {SHORT}; no winner is read" in text
     assert "c_end 1: lowest" not in text
+
+
+def test_markdown_html_renders_headings_lists_tables_and_escapes():
+    from spsa_bench.analysis.html import markdown_html
+
+    text = "# Title\n\nA *b* and **c** `x<y`.\n\n- one\n- two <b>\n\n| a | b |\n|---|---|\n| 1 | `2` |\n"
+    page = markdown_html(text, "T")
+    assert "<h1>Title</h1>" in page
+    assert "<p>A <em>b</em> and <strong>c</strong> <code>x&lt;y</code>.</p>" in page
+    assert "<ul><li>one</li><li>two &lt;b&gt;</li></ul>" in page
+    assert "<tr><th>a</th><th>b</th></tr>" in page and "<td><code>2</code></td>" in page

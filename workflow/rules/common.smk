@@ -271,6 +271,7 @@ def get_final_outputs():
         ]
     for key in STUDY_SETTINGS:
         outputs += [output.path for output in STUDIES[key].outputs]
+    outputs += ["results/findings.md", "results/findings.html"]
     return outputs
 
 

@@ -47,6 +47,29 @@ MISSING = {
 }
 
 
+#: The study tables findings reads: {study row key: (key of TABLES, the row's output name)}.
+STUDY_TABLES = {
+    "workers_study": ("workers_safe", "safe"),
+    "cend_study": ("cend", "csv"),
+    "budget_study": ("budget", "csv"),
+}
+
+
+def workflow_inputs(tuned: bool, study_keys) -> dict[str, str]:
+    """The workflow paths of the tables findings reads ({key of :data:`TABLES`: path}): the
+    tuned table when the configuration tunes (``tuned``), each study's table when its row
+    key is in ``study_keys``."""
+    from spsa_bench.studies import STUDIES
+
+    tables = {key: f"results/tables/{TABLES[key]}" for key in REQUIRED}
+    if tuned:
+        tables["tuned"] = f"results/tables/{TABLES['tuned']}"
+    for key, (name, output) in STUDY_TABLES.items():
+        if key in study_keys:
+            (tables[name],) = [o.path for o in STUDIES[key].outputs if o.name == output]
+    return tables
+
+
 def read_tables(paths: Mapping[str, str | Path | None]) -> dict[str, pd.DataFrame | None]:
     """The CSV tables at ``paths`` ({key of :data:`TABLES`: path, or None when not run})."""
     tables: dict[str, pd.DataFrame | None] = {}
@@ -273,11 +296,21 @@ def findings_markdown(tables: Mapping[str, pd.DataFrame | None]) -> str:
     return "\n".join(head + body) + "\n"
 
 
-def write_findings(paths: Mapping[str, str | Path | None], output: str | Path) -> Path:
-    """``findings.md`` at ``output`` (atomically) from the tables at ``paths``."""
+def write_findings(
+    paths: Mapping[str, str | Path | None],
+    output: str | Path,
+    html_output: str | Path | None = None,
+) -> Path:
+    """``findings.md`` at ``output`` and, given ``html_output``, its HTML rendering for the
+    report (:func:`spsa_bench.analysis.html.markdown_html`), each written atomically, from
+    the tables at ``paths``."""
+    from spsa_bench.analysis.html import markdown_html
     from spsa_bench.results.atomic import atomic_write
 
     text = findings_markdown(read_tables(paths))
     output = Path(output)
     atomic_write(output, lambda tmp: Path(tmp).write_text(text))
+    if html_output is not None:
+        page = markdown_html(text, "Findings of this run")
+        atomic_write(Path(html_output), lambda tmp: Path(tmp).write_text(page))
     return output
