@@ -355,3 +355,69 @@ def test_a_schedule_with_indices_out_of_range_is_refused(tmp_path, field, value,
         read_schedule(path, num_pairs=2000, num_workers=20, seeds=range(4))
     one_refusal(error, str(path), *words)
     assert snapshot(tmp_path) == before
+
+
+# ---------------------------------------------------------------- class 5: study estimates
+
+TINY = REPO / ".test" / "config" / "config.yaml"
+#: Peak memory and time of a refusal: the interpreter and the package, no run.
+REFUSAL_RSS_MB = 300
+REFUSAL_SECONDS = 20
+
+
+def study_config(tmp_path, **budget_study) -> Path:
+    import yaml
+
+    raw = yaml.safe_load(TINY.read_text())
+    raw["budget_study"].update(budget_study)
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    return path
+
+
+def measured(argv: list[str], cwd: Path) -> tuple[int, list[str], float, float]:
+    """Run ``spsa-bench argv`` in a child: status, stderr lines, its peak RSS (MB, from
+    ``resource.getrusage(RUSAGE_CHILDREN)`` in a wrapper process) and wall seconds."""
+    code = (
+        "import resource, subprocess, sys, time\n"
+        "start = time.perf_counter()\n"
+        f"done = subprocess.run({[sys.executable, '-m', 'spsa_bench', *argv]!r}, "
+        "capture_output=True, text=True)\n"
+        "wall = time.perf_counter() - start\n"
+        "rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024\n"
+        "sys.stderr.write(done.stderr)\n"
+        "print(done.returncode, rss, wall)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=cwd, timeout=120
+    )
+    status, rss, wall = done.stdout.split()
+    return int(status), done.stderr.strip("\n").split("\n"), float(rss), float(wall)
+
+
+@pytest.mark.parametrize(
+    ("budgets", "seeds", "words"),
+    [
+        ([1000, 1000000000], [], ("GiB of memory", "GiB available", "budget_study.num_pairs")),
+        (
+            [1000, 50000000],
+            ["--seeds", "1000-1999"],
+            ("minutes, more than the limit of 1,440", "seeds (1,000)"),
+        ),
+    ],
+)
+def test_a_study_beyond_memory_or_time_is_refused_up_front(tmp_path, budgets, seeds, words):
+    """``budget_study.num_pairs: [1000, 1000000000]`` (schema-valid) grew past 2.6 GB in
+    7 s; now refused before any run, in one line with the estimate, the limit and the
+    key, within seconds and little memory. A budget of 5e7 pairs on 1,000 test seeds
+    fits in memory but is estimated at days: refused by the time cap."""
+    config = study_config(tmp_path, num_pairs=budgets)
+    before = snapshot(tmp_path)
+    argv = ["budget-study", "--config", str(config), "--output-dir", "out", *seeds]
+    status, lines, rss, wall = measured(argv, tmp_path)
+    assert status == 2
+    assert len(lines) == 1 and lines[0].startswith("spsa-bench: error: budget_study: "), lines
+    for word in words:
+        assert word in lines[0], lines[0]
+    assert snapshot(tmp_path) == before
+    assert rss < REFUSAL_RSS_MB and wall < REFUSAL_SECONDS, (rss, wall)

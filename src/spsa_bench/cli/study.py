@@ -4,7 +4,9 @@
 Each runs the configuration's study section on ``--seeds`` (default: the config's)
 and writes the row's outputs (its NetCDF dataset, tables and figure) into
 ``--output-dir``; a configuration without the section is refused, pointing to the
-study's docs.
+study's docs. A study whose estimated memory exceeds the machine's, or whose
+estimated time exceeds a day, is refused before any run
+(:meth:`~spsa_bench.studies.base.Study.check_estimates`).
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ class StudyCommand:
         chosen = seeds(args, config)
         if row.check_seeds is not None:
             row.check_seeds(section, chosen)
+        row.check_estimates(config, section, chosen)  # memory and time, before any run
         ds = row.run(config, section, chosen, progress=None if args.quiet else row.progress)
         paths = row.write(ds, [Path(args.output_dir) / output.file for output in row.outputs])
         if not args.quiet:

@@ -61,13 +61,27 @@ def available_bytes() -> int:
     return int(min(physical, limit, 2**62))
 
 
-def check_memory(where: str, needed: int) -> None:
+def check_memory(where: str, needed: int, hint: str = "run fewer seeds at a time") -> None:
     """Refuse ``needed`` bytes when the machine (or the process limit) has fewer."""
     have = available_bytes()
     if needed > have:
         raise LimitError(
             f"{where}: needs about {needed / 2**30:.1f} GiB of memory, more than the "
-            f"{have / 2**30:.1f} GiB available; run fewer seeds at a time"
+            f"{have / 2**30:.1f} GiB available; {hint}"
+        )
+
+
+#: Longest study a ``spsa-bench <study>`` command starts, in minutes of its estimate
+#: (the study row's ``runtime_min``, the time a cluster job is given): a day.
+MAX_STUDY_MINUTES = 24 * 60
+
+
+def check_minutes(where: str, minutes: float, hint: str) -> None:
+    """Refuse an estimated ``minutes`` beyond :data:`MAX_STUDY_MINUTES`."""
+    if minutes > MAX_STUDY_MINUTES:
+        raise LimitError(
+            f"{where}: estimated {minutes:,.0f} minutes, more than the limit of "
+            f"{MAX_STUDY_MINUTES:,} minutes; {hint}"
         )
 
 

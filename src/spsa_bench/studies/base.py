@@ -92,6 +92,29 @@ class Study:
             raise ConfigError(f"{self.key}: this configuration has none (see {self.doc})")
         return section
 
+    def check_estimates(self, config: Config, section, seeds: range) -> None:
+        """Refuse, before any run, a study on ``seeds`` whose estimated memory exceeds
+        what the machine has (the check ``simulate`` makes) or whose estimated time
+        exceeds :data:`~spsa_bench.config.limits.MAX_STUDY_MINUTES`; one
+        :class:`~spsa_bench.config.limits.LimitError` giving the estimate, the limit and
+        the keys to change. The memory is the row's fitted :attr:`memory_mb`, and at
+        least one simulation of one seed at the study's largest budget
+        (:func:`~spsa_bench.config.limits.run_bytes`), which any study runs."""
+        from spsa_bench.config.limits import check_memory, check_minutes, run_bytes
+
+        config = dataclasses.replace(config, seeds_first=seeds.start, seeds_count=len(seeds))
+        budgets = getattr(section, "num_pairs", None) or (config.num_pairs,)
+        budget_key = f"{self.key}.num_pairs" if hasattr(section, "num_pairs") else "num_pairs"
+        largest = max(np.atleast_1d(budgets).tolist())
+        needed = max(
+            self.memory_mb(config, section) * 1e6, run_bytes(1, largest, config.checkpoints, 1)
+        )
+        hint = f"lower {budget_key} (largest {largest:,}) or the seeds ({len(seeds):,})"
+        check_memory(f"{self.key}: on {len(seeds):,} seeds", int(needed), hint)
+        check_minutes(
+            f"{self.key}: on {len(seeds):,} seeds", self.runtime_min(config, section), hint
+        )
+
     def progress(self, message: str) -> None:
         """One progress line on stderr, prefixed with the study's label."""
         print(f"{self.label}: {message}", file=sys.stderr, flush=True)
