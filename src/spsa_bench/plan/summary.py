@@ -502,6 +502,43 @@ def _autoselect(ds: xr.Dataset, table: pd.DataFrame) -> list[str]:
     ]
 
 
+def similar_section(ds: xr.Dataset, records=None) -> list[str]:
+    """The :data:`~spsa_bench.plan.similar.SHOWN` corpus tunes most like this plan and
+    what happened to them (:mod:`spsa_bench.plan.similar`); ``records``: the packaged
+    corpus by default."""
+    from spsa_bench.corpus.load import load_corpus
+    from spsa_bench.corpus.records import CorpusError
+    from spsa_bench.plan import similar
+
+    title = "## 5. Similar real tunes (the corpus: facts about other tunes, not predictions)"
+    try:
+        records = load_corpus() if records is None else records
+    except CorpusError as error:
+        return [title, "", f"The corpus could not be read: {markdown_text(str(error))}"]
+    games, tc = int(ds.attrs["games_given"]), str(ds.attrs["time_control"])
+    matches = similar.most_similar(records, len(_block(ds)), games, tc)
+    table = similar.rows(matches)
+    if not table:
+        return [title, "", "The corpus holds no tunes."]
+    columns = list(table[0])
+    return [
+        title,
+        "",
+        f"The {len(matches)} of the corpus's {len(records)} Stockfish tunes closest to this "
+        f"one ({len(_block(ds))} parameters, {games:,} games, {tc}) by d = |ln(P/P_t)| + "
+        "|ln(G/G_t)| + |ln(B/B_t)| over parameters P, games G and base time B of the time "
+        "control, an unknown term counted as ln 4 (docs/plan.md). Their records, with "
+        "every number's source and whether it is quoted or inferred: `spsa-bench tunes "
+        "show NAME`. *median |move|*: of |final − start| / c_end over the block's "
+        "parameters (unknown without the block); *verification*: as quoted (± its error), "
+        "~ the logistic Elo of the quoted W/L/D.",
+        "",
+        "| " + " | ".join(markdown_text(c) for c in columns) + " |",
+        "|" + "---|" * len(columns),
+        *("| " + " | ".join(markdown_text(row[c]) for c in columns) + " |" for row in table),
+    ]
+
+
 def files_section(ds: xr.Dataset) -> list[str]:
     skipped = str(ds.attrs["skipped_budgets"])
     lines = [
@@ -525,6 +562,7 @@ def plan_markdown(ds: xr.Dataset) -> str:
         parameter_section,
         noise_floor_section,
         settings_section,
+        similar_section,
         files_section,
     )
     lines = []
