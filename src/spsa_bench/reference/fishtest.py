@@ -66,13 +66,17 @@ from spsa_bench.dispatch.asynchronous import AsyncSettings
 from spsa_bench.model import streams
 from spsa_bench.model.bowl import SeedBowls, TrueBowl
 from spsa_bench.model.noise import VENDORED, NoiseModel
-from spsa_bench.model.rounding import ROUNDING_MODES, seed_keys
+from spsa_bench.model.rounding import seed_keys
 from spsa_bench.reference.runner import Workers, clip_opponent, event_loop, play_pairs, true_elo
 
 MASK_64 = (1 << 64) - 1
 GOLDEN_GAMMA = 0x9E3779B97F4A7C15
 MIX_1 = 0xBF58476D1CE4E5B9
 MIX_2 = 0x94D049BB133111EB
+
+#: The rounding modes Fishtest's worker has had: each engine's value on its own
+#: (stochastic, since 2016; nearest before) or none; not OpenBench's coupled mode.
+FISHTEST_ROUNDING = ("stochastic", "nearest", "none")
 
 
 def splitmix_uniform(key: int, position: int) -> float:
@@ -238,16 +242,17 @@ def run_fishtest_reference(
 
     ``bowl`` is one :class:`TrueBowl` or the seed's row of a :class:`SeedBowls`
     (``bowls.rows([row])``); ``batch`` an :class:`AsyncSettings` (asynchronous) or a
-    batch size in pairs (one worker, synchronous); ``rounding`` one of
-    :data:`~spsa_bench.model.rounding.ROUNDING_MODES`.
+    batch size in pairs (one worker, synchronous); ``rounding`` one of the modes
+    Fishtest's worker has had (:data:`FISHTEST_ROUNDING`: ``coupled`` is OpenBench's,
+    reference/openbench.py).
 
     It stays one function on purpose: the handout (``dispatch``) and the update
     (``arrive``) share the server's state (``theta``, ``iter``) as closures, in the
     order Fishtest's server runs them, so the reference reads as the rules do; split
     into module-level steps that state would have to travel through arguments.
     """
-    if rounding not in ROUNDING_MODES:
-        raise ValueError(f"rounding must be one of {ROUNDING_MODES}, got {rounding!r}")
+    if rounding not in FISHTEST_ROUNDING:
+        raise ValueError(f"rounding must be one of {FISHTEST_ROUNDING}, got {rounding!r}")
     n = tune.num_params
     num_pairs = int(tune.num_pairs)
     integer = [bool(flag) for flag in tune.integer]
