@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -421,3 +422,88 @@ def test_a_study_beyond_memory_or_time_is_refused_up_front(tmp_path, budgets, se
         assert word in lines[0], lines[0]
     assert snapshot(tmp_path) == before
     assert rss < REFUSAL_RSS_MB and wall < REFUSAL_SECONDS, (rss, wall)
+
+
+# ---------------------------------------------------------------- class 5: inputs that block
+
+
+def tune_config(tmp_path: Path, block_file: str) -> Path:
+    """The tiny configuration with its tune scenario read from ``block_file``."""
+    import yaml
+
+    raw = yaml.safe_load(TINY.read_text())
+    scenario = raw["scenarios"]["tune-6"]
+    for key in ("fishtest_params", "synthetic_tune"):
+        scenario.pop(key, None)
+    scenario["fishtest_params_file"] = block_file
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    return path
+
+
+def cli(argv: list[str], cwd: Path) -> tuple[int, list[str]]:
+    """``spsa-bench argv`` in a child, bounded in time (a read that blocks fails here)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "spsa_bench", *argv],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=60,
+    )
+    return done.returncode, done.stderr.strip("\n").split("\n")
+
+
+def test_a_fifo_as_params_is_refused_not_read(tmp_path):
+    """``spsa-bench plan FIFO`` blocked forever with no writer: refused at once."""
+    os.mkfifo(tmp_path / "fifo")
+    before = snapshot(tmp_path)
+    status, lines = cli(["plan", "fifo", "--output", "out"], tmp_path)
+    assert status == 2
+    assert lines == [
+        "spsa-bench: error: PARAMS fifo: not a regular file (a FIFO, device or "
+        "directory is not read)"
+    ]
+    assert snapshot(tmp_path) == before
+
+
+def test_a_fifo_as_fishtest_params_file_is_refused_not_read(tmp_path):
+    os.mkfifo(tmp_path / "fifo")
+    config = tune_config(tmp_path, "fifo")
+    before = snapshot(tmp_path)
+    status, lines = cli(["list", "--config", str(config)], tmp_path)
+    assert status == 2
+    assert len(lines) == 1, lines
+    assert "scenarios.tune-6.fishtest_params_file = 'fifo'" in lines[0]
+    assert "not a regular file" in lines[0]
+    assert snapshot(tmp_path) == before
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "root:x:0:0:root:/root:/bin/bash\nsecond secret line\n",  # one field
+        "password,hunter2\n",  # two fields
+        ",secret,0,2,1,0.002\n",  # six fields, no name
+    ],
+)
+def test_fishtest_params_file_quotes_no_line_of_the_file(tmp_path, content):
+    """A configuration can name any readable file: the error names the key, the line
+    and the field, and quotes no line of it (before: the first line in full)."""
+    (tmp_path / "private.txt").write_text(content)
+    config = tune_config(tmp_path, "private.txt")
+    status, lines = cli(["list", "--config", str(config)], tmp_path)
+    assert status == 2 and len(lines) == 1, lines
+    assert "fishtest_params_file = 'private.txt': line 1" in lines[0], lines[0]
+    for secret in ("root:x", "bash", "hunter2", "password", "secret"):
+        assert secret not in lines[0], lines[0]
+
+
+def test_a_bad_field_of_a_block_line_in_a_file_is_named_with_its_value(tmp_path):
+    """A line that parses as a block line keeps the offending field's value."""
+    (tmp_path / "block.txt").write_text("a,10,0,20,x,0.002\n")
+    config = tune_config(tmp_path, "block.txt")
+    status, lines = cli(["list", "--config", str(config)], tmp_path)
+    assert status == 2 and len(lines) == 1, lines
+    assert lines[0].endswith(
+        "fishtest_params_file = 'block.txt': line 1: field c_end = 'x' is not a finite number"
+    ), lines[0]

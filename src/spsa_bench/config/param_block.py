@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
+import stat
 
 import numpy as np
 
@@ -165,13 +167,14 @@ def parse_block(text: str) -> ParamBlock:
 def read_block_text(source) -> str:
     """The text of a block file: ``source`` is a path or a binary stream (standard
     input); at most :data:`MAX_BLOCK_BYTES`, UTF-8, a leading byte-order mark dropped.
+    A path must be a regular file: a FIFO (which would block without a writer), a
+    device or a directory is refused before anything is read.
     :class:`BlockError` says what is wrong (the caller names the key or argument)."""
     try:
         if hasattr(source, "read"):
             data = source.read(MAX_BLOCK_BYTES + 1)
         else:
-            with open(source, "rb") as handle:
-                data = handle.read(MAX_BLOCK_BYTES + 1)
+            data = _read_regular(source, MAX_BLOCK_BYTES + 1)
     except OSError as error:
         raise BlockError(f"cannot read {source}: {error.strerror or error}") from None
     if len(data) > MAX_BLOCK_BYTES:
@@ -180,6 +183,22 @@ def read_block_text(source) -> str:
         return data.decode("utf-8").removeprefix(BOM)
     except UnicodeDecodeError as error:
         raise BlockError(f"not UTF-8 text (byte {error.start})") from None
+
+
+def _read_regular(path, limit: int) -> bytes:
+    """At most ``limit`` bytes of ``path``, opened without blocking (a FIFO with no
+    writer opens at once) and refused unless :func:`os.fstat` says it is a regular file."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise BlockError("not a regular file (a FIFO, device or directory is not read)")
+        os.set_blocking(fd, True)
+        with os.fdopen(fd, "rb") as handle:
+            fd = -1  # the handle closes it
+            return handle.read(limit)
+    finally:
+        if fd >= 0:
+            os.close(fd)
 
 
 def synthetic_tune(count: int, value: int = 100, prefix: str = "p") -> str:

@@ -45,6 +45,22 @@ def _read_block_file(where: str, value: str, base_dir: Path | None) -> str:
         raise ConfigError(f"{where}.fishtest_params_file = {value!r}: {error}") from None
 
 
+def _unquoted(message: str, text: str) -> str:
+    """A block error on a file's ``text`` without the line it quotes: a configuration
+    can name any readable file, whose lines must not reach the terminal. What stays is
+    the line number, the field named and that field's value on a line of six fields."""
+    import re
+
+    match = re.match(r"line (\d+) ", message)
+    if match is None:
+        return message
+    lines = text.removeprefix("\ufeff").split("\n")
+    number = int(match.group(1))
+    if not 1 <= number <= len(lines):
+        return message
+    return message.replace(f" ({lines[number - 1].strip()!r})", "", 1)
+
+
 def scenario_block(scenario: dict):
     """The :class:`~spsa_bench.config.param_block.ParamBlock` of a resolved tune scenario."""
     from spsa_bench.config.param_block import parse_block, synthetic_tune
@@ -84,6 +100,10 @@ def _resolve_tune(name: str, scenario: dict, base_dir: Path | None) -> None:
         text = _read_block_file(where, value, base_dir)
         key = f"{where}.fishtest_params_file = {value!r}"
         scenario["fishtest_params"] = text
+        try:
+            parse_block(text)
+        except BlockError as error:  # the file may be any file: quote none of its lines
+            raise ConfigError(f"{key}: {_unquoted(str(error), text)}") from None
     elif "fishtest_params" in scenario:
         text, key = scenario["fishtest_params"], f"{where}.fishtest_params"
     else:
