@@ -23,16 +23,32 @@ BATCH_MODE = _object(
         },
         "batch": {
             "type": "string",
-            "enum": ["fixed", "variable", "fishtest"],
+            "enum": ["fixed", "variable", "fishtest", "openbench"],
             "description": "fixed: every job has batch_size pairs; variable: games = concurrency "
             "* 4 * round(tc_ratio); fishtest: Fishtest's worker rule, games = concurrency * 4 * "
-            "max(1, round(tc_limit(LTC) / (2 tc_limit(tc)))), 12 x concurrency at STC, 4 x at LTC",
+            "max(1, round(tc_limit(LTC) / (2 tc_limit(tc)))), 12 x concurrency at STC, 4 x at LTC; "
+            "openbench: OpenBench's workloads of pairs_per pairs (distribution), reported in "
+            "bulk (docs/frameworks.md)",
         },
         "tc": {
             "type": "string",
             "enum": ["STC", "LTC", "VLTC"],
             "description": "batch: fishtest only: the time control setting the batch size and the "
             "assumed game durations (default: the top-level noise preset, else STC)",
+        },
+        "pairs_per": _int(
+            "batch: openbench only: OpenBench's spsa_pairs_per, pairs per runner and "
+            "perturbation (default 8)",
+            minimum=1,
+            maximum=10**6,
+        ),
+        "distribution": {
+            "type": "string",
+            "enum": ["single", "multiple"],
+            "description": "batch: openbench only: OpenBench's spsa_distribution_type; single "
+            "(default): one perturbation per workload of pairs_per x concurrency pairs; "
+            "multiple: one per runner, concurrency // 2 runners of pairs_per pairs each "
+            "(needs concurrency min = max >= 2)",
         },
         "batch_size": _int(
             "pairs per job in the fixed mode (the last job is cut to the budget)",

@@ -2,7 +2,8 @@
 is the synchronous runner; any other is an asynchronous pool
 (:class:`~spsa_bench.dispatch.asynchronous.AsyncSettings`). ``batch: fishtest`` is a
 variable batch with ``tc_ratio`` from Fishtest's worker rule at the mode's time control,
-and a ``workers`` list expands into one mode per value."""
+``batch: openbench`` OpenBench's workloads (``pairs_per``, ``distribution``), and a
+``workers`` list expands into one mode per value."""
 
 from __future__ import annotations
 
@@ -56,6 +57,22 @@ def _fishtest_mode(where: str, raw: dict, default_tc: str) -> tuple[dict, dict]:
     }
 
 
+def _check_openbench_keys(where: str, raw: dict) -> None:
+    """``pairs_per`` and ``distribution`` belong to ``batch: openbench`` only, which sizes
+    its workloads from them and takes neither ``batch_size`` nor ``tc_ratio``."""
+    if raw["batch"] == "openbench":
+        for key in ("batch_size", "tc_ratio"):
+            if key in raw:
+                raise ConfigError(
+                    f"{where}.{key}: not used by batch: openbench (a workload is pairs_per "
+                    "pairs per runner, docs/frameworks.md)"
+                )
+        return
+    for key in ("pairs_per", "distribution"):
+        if key in raw:
+            raise ConfigError(f"{where}.{key}: only batch: openbench takes {key}")
+
+
 def resolve_batch_mode(
     name: str, raw: dict, num_pairs: int, default_tc: str = "STC"
 ) -> tuple[BatchMode, dict]:
@@ -68,6 +85,7 @@ def resolve_batch_mode(
         if "tc" in raw:
             raise ConfigError(f"{where}.tc: only batch: fishtest takes a time control")
         resolved = copy.deepcopy(raw)
+    _check_openbench_keys(where, raw)
     if raw["batch"] == "fixed":
         if "batch_size" not in raw:
             raise ConfigError(f"{where}.batch_size: required when batch is 'fixed'")

@@ -69,7 +69,11 @@ import numpy as np
 from spsa_bench.dispatch.schedule import Schedule, arrived_before_dispatch
 from spsa_bench.model import streams
 
-BATCH_MODES = ("fixed", "variable")
+BATCH_MODES = ("fixed", "variable", "openbench")
+
+#: OpenBench's ``spsa_distribution_type`` (``OpenBench/workloads/get_workload.py``,
+#: ``game_distribution``): one perturbation per workload, or one per runner.
+DISTRIBUTIONS = ("single", "multiple")
 
 #: 95th percentile of the standard normal (spec: sigma = (ln p95 - ln median) / 1.645).
 Z95 = 1.645
@@ -106,8 +110,12 @@ CONFIG_KEYS = {
     "tc_ratio": "tc_ratio",
     "duration_median": "game_duration.median",
     "duration_p95": "game_duration.p95",
+    "pairs_per": "pairs_per",
+    "distribution": "distribution",
 }
-_INTEGER_FIELDS = ("num_workers", "batch_size", "concurrency_min", "concurrency_max")
+_INTEGER_FIELDS = ("num_workers", "batch_size", "concurrency_min", "concurrency_max", "pairs_per")
+#: Fields only ``batch: openbench`` reads; their defaults are not filled into other modes.
+OPENBENCH_FIELDS = ("pairs_per", "distribution")
 _POSITIVE_FIELDS = ("speed_min", "speed_max", "tc_ratio", "duration_median", "duration_p95")
 
 
@@ -163,6 +171,22 @@ def check_async_settings(values: dict, name: dict[str, str]) -> None:
                 f"{_range_text(name, low_field, high_field, low, high)}: no power of two in the "
                 "range (worker concurrencies are powers of two)"
             )
+    if values["distribution"] not in DISTRIBUTIONS:
+        raise ValueError(
+            f"{name['distribution']} must be one of {DISTRIBUTIONS}, got {values['distribution']!r}"
+        )
+    if values["distribution"] == "multiple":
+        low, high = values["concurrency_min"], values["concurrency_max"]
+        if values["batch"] != "openbench":
+            raise ValueError(
+                f"{name['distribution']} = 'multiple': only batch: openbench distributes runners"
+            )
+        if low != high or low < 2:
+            raise ValueError(
+                f"{_range_text(name, 'concurrency_min', 'concurrency_max', low, high)}: "
+                "distribution 'multiple' needs one concurrency >= 2 for every machine (its "
+                "runners, concurrency // 2, are the schedule's workers)"
+            )
     median, p95 = values["duration_median"], values["duration_p95"]
     if p95 <= median:
         raise ValueError(
@@ -190,6 +214,8 @@ class AsyncSettings:
     tc_ratio: float = 1.0
     duration_median: float = 180.0  # seconds
     duration_p95: float = 540.0  # seconds
+    pairs_per: int = 8  # batch openbench: pairs per runner and perturbation
+    distribution: str = "single"  # batch openbench: "single" or "multiple"
 
     def __post_init__(self) -> None:
         values = {field.name: getattr(self, field.name) for field in fields(self)}
@@ -202,7 +228,7 @@ class AsyncSettings:
         out: dict = {}
         for field in fields(cls):
             key = CONFIG_KEYS[field.name]
-            if key in ("workers", "batch", "batch_size"):  # required, or mode-specific
+            if key in ("workers", "batch", "batch_size", *OPENBENCH_FIELDS):  # mode-specific
                 continue
             parent, _, child = key.rpartition(".")
             (out.setdefault(parent, {}) if parent else out)[child] = field.default
@@ -237,15 +263,30 @@ class AsyncSettings:
         """Scale of the log-normal game duration: ``(ln p95 - ln median) / 1.645``."""
         return (math.log(self.duration_p95) - math.log(self.duration_median)) / Z95
 
+    @property
+    def runners(self) -> int:
+        """Runners per machine: ``concurrency // 2`` in OpenBench's MULTIPLE distribution
+        (``game_distribution``: ``spsa_count``, each runner at concurrency 2), else 1."""
+        if self.batch == "openbench" and self.distribution == "multiple":
+            return self.concurrency_min // 2
+        return 1
+
     def job_pairs(self, concurrency) -> np.ndarray:
         """Uncut job size in pairs for workers of the given concurrency (same shape).
 
         Fixed batch: ``batch_size``. Variable: ``games = concurrency * 4 *
         round(tc_ratio)`` (Python's round), ``pairs = max(games // 2, 1)``.
+        OpenBench (``game_distribution``, ``rounds-per-runner // 2`` pairs per runner):
+        SINGLE ``pairs_per * concurrency`` (one runner at the machine's concurrency);
+        MULTIPLE ``pairs_per * runners``, the machine's whole workload (split into one
+        job per runner by :func:`split_runners`).
         """
         concurrency = np.asarray(concurrency, dtype=np.int64)
         if self.batch == "fixed":
             return np.full(concurrency.shape, self.batch_size, dtype=np.int64)
+        if self.batch == "openbench":
+            per_machine = self.runners if self.distribution == "multiple" else concurrency
+            return np.broadcast_to(self.pairs_per * per_machine, concurrency.shape).astype(np.int64)
         games = concurrency * 4 * int(round(self.tc_ratio))
         return np.maximum(games // 2, 1)
 
@@ -317,6 +358,20 @@ def greedy_makespan(durations: np.ndarray, lanes: int, method: str = "auto") -> 
     if method == "sorted" or (method == "auto" and sorted_cheaper):
         return _makespan_sorted(durations, lanes, block)
     return _makespan_argmin(durations, lanes)
+
+
+def job_makespan(durations: np.ndarray, lanes: int, runners: int = 1) -> np.ndarray:
+    """Makespan of every row of ``durations`` (jobs, games) played by ``runners`` match
+    runners side by side, runner ``r`` taking games ``[r G / runners, (r + 1) G / runners)``
+    over ``lanes`` lanes of its own (:func:`greedy_makespan`): the largest of the runners'
+    makespans, as OpenBench's client ends a workload when its last runner finishes
+    (``Client/worker.py``, the runners of ``process_until_finished``). One runner: the
+    greedy makespan itself."""
+    if runners == 1:
+        return greedy_makespan(durations, lanes)
+    n_rows, n_games = durations.shape
+    per_runner = greedy_makespan(durations.reshape(n_rows * runners, n_games // runners), lanes)
+    return per_runner.reshape(n_rows, runners).max(axis=1)
 
 
 def _makespan_plan(n_rows: int, steps: int, lanes: int) -> tuple[int, bool]:
@@ -391,7 +446,10 @@ class _Timelines:
         self.settings = settings
         self.speed = speed
         self.games = 2 * size  # (seed, worker) games of an uncut job
-        self.lanes = np.minimum(concurrency, self.games)
+        self.runners = settings.runners  # runners sharing a job's games (OpenBench MULTIPLE)
+        if self.runners > 1:  # each runner plays its own games at concurrency 2
+            concurrency = np.full_like(concurrency, 2)
+        self.lanes = np.minimum(concurrency, self.games // self.runners)
         n_seeds, n_workers = size.shape
         self.generators = [[None] * n_workers for _ in range(n_seeds)]
         self.has_generator = np.zeros((n_seeds, n_workers), dtype=bool)
@@ -438,7 +496,7 @@ class _Timelines:
                 # stream draws only: the next `count` job blocks of this worker
                 self.generators[s][w].standard_normal(out=block[start : start + count].reshape(-1))
             lognormal_durations_(block, self.settings)
-            job_time = greedy_makespan(block, n_lanes)
+            job_time = job_makespan(block, n_lanes, self.runners)
             owner = np.repeat(np.arange(s_idx.shape[0]), counts)
             rows_s, rows_w = s_idx[owner], w_idx[owner]
             rows_k = self.count[rows_s, rows_w] + np.arange(owner.shape[0]) - starts[owner]
@@ -609,7 +667,7 @@ def _cut_arrival_times(
         s_i, w_i, k_i = s_cut[pick], w_cut[pick], k_cut[pick]
         block = timelines.game_durations(s_i, w_i, k_i)
         block[np.arange(g)[None, :] >= 2 * cut_pairs[s_i][:, None]] = 0.0
-        job_time = greedy_makespan(block, n_lanes) / timelines.speed[s_i, w_i]
+        job_time = job_makespan(block, n_lanes, timelines.runners) / timelines.speed[s_i, w_i]
         job_arrival[s_i, last[s_i]] = job_dispatch[s_i, last[s_i]] + job_time
 
 
@@ -660,6 +718,11 @@ def async_schedule(
     arrival_job = sort_rows(np.where(valid, job_arrival, np.inf), tiebreak=job_worker)
     arrival_job = np.where(valid, arrival_job, -1)
     n_workers = settings.num_workers
+    if settings.runners > 1:
+        return split_runners(
+            seeds, num_pairs, settings, n_jobs, job_pairs, job_offset, job_worker,
+            job_dispatch, job_arrival, speed,
+        )  # fmt: skip
     return Schedule(
         seeds=seeds,
         num_workers=n_workers,
@@ -674,4 +737,52 @@ def async_schedule(
         arrival_job=arrival_job.astype(np.int64),
         worker_concurrency=concurrency.astype(np.int64),
         worker_speed=speed.astype(np.float64),
+    )
+
+
+def split_runners(
+    seeds, num_pairs, settings, n_jobs, job_pairs, job_offset, job_worker, dispatch, arrival, speed
+) -> Schedule:
+    """OpenBench's MULTIPLE distribution: every machine workload (a job of the machine
+    schedule, ``R * pairs_per`` pairs) becomes ``R`` jobs, one per runner, each with its
+    own perturbation (``spsa_workload_assignment_dict``: ``permutations = runner_count``).
+
+    Runner ``r`` of machine ``m`` is the schedule's worker ``m R + r`` (concurrency 2,
+    the machine's speed); its job plays pairs ``[r pairs_per, (r + 1) pairs_per)`` of the
+    workload (offset ``offset + r pairs_per``), is dispatched when the workload is and
+    arrives when the workload does (BULK: one report for the workload, after its last
+    runner). The workload cut to the budget gives its runners ``pairs_per`` pairs in
+    order until the budget ends; runners left with none get no job. Dispatch order is
+    the workload's, runners in order (still sorted by dispatch time then worker), so job
+    ``W R + e`` goes to the runner freed by arrival ``e``, as the replay dispatches."""
+    runners, per = settings.runners, settings.pairs_per
+    n_seeds, width = job_pairs.shape
+    r = np.arange(runners)
+    pairs = np.clip(job_pairs[:, :, None] - per * r, 0, per).reshape(n_seeds, width * runners)
+    valid = pairs > 0  # a prefix of every row: only the last (cut) workload loses runners
+    offset = np.where(valid, (job_offset[:, :, None] + per * r).reshape(pairs.shape), 0)
+    worker = np.where(valid, (job_worker[:, :, None] * runners + r).reshape(pairs.shape), -1)
+    times = [np.where(valid, np.repeat(t, runners, axis=1), np.nan) for t in (dispatch, arrival)]
+    counts = valid.sum(axis=1)
+    keep = int(counts.max())
+    pairs, offset, worker = pairs[:, :keep], offset[:, :keep], worker[:, :keep]
+    dispatch, arrival = (t[:, :keep] for t in times)
+    valid = valid[:, :keep]
+    arrival_job = sort_rows(np.where(valid, arrival, np.inf), tiebreak=worker)
+    arrival_job = np.where(valid, arrival_job, -1)
+    n_workers = settings.num_workers * runners
+    return Schedule(
+        seeds=seeds,
+        num_workers=n_workers,
+        num_pairs=num_pairs,
+        n_jobs=counts.astype(np.int64),
+        job_pairs=pairs.astype(np.int64),
+        job_offset=offset.astype(np.int64),
+        job_arrived_before=arrived_before_dispatch(pairs, arrival_job, n_workers, counts),
+        job_worker=worker.astype(np.int64),
+        job_dispatch_time=dispatch,
+        job_arrival_time=arrival,
+        arrival_job=arrival_job.astype(np.int64),
+        worker_concurrency=np.full((n_seeds, n_workers), 2, dtype=np.int64),
+        worker_speed=np.repeat(speed, runners, axis=1).astype(np.float64),
     )

@@ -1,0 +1,147 @@
+"""OpenBench's dispatch (``batch: openbench``): workloads of ``pairs_per`` pairs,
+SINGLE (one perturbation per workload) and MULTIPLE (one per runner), reported in bulk.
+
+The MULTIPLE schedule is checked against a literal event loop written from the rules
+in docs/frameworks.md (a heap of machines, one workload per machine at a time, each
+runner's games placed one by one on its two lanes), bit for bit."""
+
+from __future__ import annotations
+
+import heapq
+import math
+
+import numpy as np
+import pytest
+from conftest import small_config_dict
+
+from spsa_bench.config import resolve
+from spsa_bench.config.records import ConfigError
+from spsa_bench.dispatch.asynchronous import AsyncSettings, async_schedule
+from spsa_bench.model import streams
+
+ENTROPY = 20240531
+
+
+def literal_multiple(seed: int, num_pairs: int, settings: AsyncSettings, speed: np.ndarray):
+    """Runner jobs of one seed in dispatch order ``(worker, pairs, offset, dispatch,
+    arrival)`` and the arrival order, from plain loops."""
+    runners, per = settings.concurrency_min // 2, settings.pairs_per
+    games = 2 * per * runners
+    mu = math.log(settings.duration_median)
+    sigma = (math.log(settings.duration_p95) - mu) / 1.645
+    draws = [streams.generator(ENTROPY, seed, "durations", m) for m in range(settings.num_workers)]
+    jobs, dispatched, queue = [], 0, []
+
+    def hand_out(machine: int, now: float) -> None:
+        nonlocal dispatched
+        pairs = min(per * runners, num_pairs - dispatched)
+        z = draws[machine].standard_normal(games)  # the full block, even when cut
+        slowest = 0.0
+        for r in range(runners):
+            lanes = [0.0, 0.0]
+            for g in range(2 * per * r, 2 * per * r + 2 * per):
+                if g < 2 * pairs:
+                    lane = 0 if lanes[0] <= lanes[1] else 1
+                    lanes[lane] += math.exp(z[g] * sigma + mu)
+            slowest = max(slowest, max(lanes))
+        finish = now + slowest / speed[machine]
+        for r in range(runners):
+            share = min(per, pairs - per * r)
+            if share > 0:
+                jobs.append((machine * runners + r, share, dispatched + per * r, now, finish))
+        dispatched += pairs
+        heapq.heappush(queue, (finish, machine))
+
+    for machine in range(settings.num_workers):
+        if dispatched < num_pairs:
+            hand_out(machine, 0.0)
+    arrivals = []
+    while queue:
+        finish, machine = heapq.heappop(queue)
+        arrivals.extend(
+            j for j, job in enumerate(jobs) if job[4] == finish and job[0] // runners == machine
+        )
+        if dispatched < num_pairs:
+            hand_out(machine, finish)
+    return jobs, arrivals
+
+
+@pytest.mark.parametrize("num_pairs", [1000, 997])  # a budget cut inside a runner
+def test_multiple_matches_the_literal_event_loop(num_pairs):
+    settings = AsyncSettings(
+        num_workers=3, batch="openbench", distribution="multiple", pairs_per=4,
+        concurrency_min=8, concurrency_max=8, duration_median=10.0, duration_p95=30.0,
+    )  # fmt: skip
+    seeds = [0, 1, 5]
+    schedule = async_schedule(ENTROPY, seeds, num_pairs, settings)
+    assert schedule.num_workers == 12  # 3 machines x 4 runners
+    for row, seed in enumerate(seeds):
+        speed = schedule.worker_speed[row, ::4]
+        jobs, arrivals = literal_multiple(seed, num_pairs, settings, speed)
+        n = schedule.n_jobs[row]
+        assert n == len(jobs)
+        got = list(
+            zip(
+                schedule.job_worker[row, :n].tolist(),
+                schedule.job_pairs[row, :n].tolist(),
+                schedule.job_offset[row, :n].tolist(),
+                schedule.job_dispatch_time[row, :n].tolist(),
+                schedule.job_arrival_time[row, :n].tolist(),
+                strict=True,
+            )
+        )
+        assert got == jobs  # bit for bit
+        assert schedule.arrival_job[row, :n].tolist() == arrivals
+    assert np.all(schedule.job_pairs.sum(axis=1) == num_pairs)
+    assert np.all(schedule.worker_concurrency == 2)
+
+
+def test_single_workload_is_pairs_per_times_concurrency():
+    settings = AsyncSettings(
+        num_workers=4, batch="openbench", pairs_per=3, concurrency_min=1, concurrency_max=16
+    )
+    schedule = async_schedule(ENTROPY, [0, 1], 5000, settings)
+    mask = schedule.job_mask()
+    size = 3 * np.take_along_axis(
+        schedule.worker_concurrency, np.maximum(schedule.job_worker, 0), 1
+    )
+    last = np.arange(schedule.max_jobs)[None, :] == (schedule.n_jobs - 1)[:, None]
+    assert np.all(schedule.job_pairs[mask & ~last] == size[mask & ~last])
+    assert np.all(schedule.job_pairs.sum(axis=1) == 5000)
+
+
+def test_new_keys_leave_other_modes_alone():
+    assert "pairs_per" not in AsyncSettings.config_defaults()
+    assert "distribution" not in AsyncSettings.config_defaults()
+    config = resolve(small_config_dict())
+    for name, mode in config.resolved["batch_modes"].items():
+        assert "pairs_per" not in mode and "distribution" not in mode, name
+
+
+def _with_mode(mode: dict) -> dict:
+    raw = small_config_dict()
+    raw["batch_modes"]["ob"] = mode
+    return raw
+
+
+@pytest.mark.parametrize(
+    ("mode", "message"),
+    [
+        (
+            {"workers": 2, "batch": "openbench", "batch_size": 8},
+            "batch_modes.ob.batch_size: not used by batch: openbench",
+        ),
+        (
+            {"workers": 2, "batch": "fixed", "batch_size": 8, "pairs_per": 4},
+            "batch_modes.ob.pairs_per: only batch: openbench",
+        ),
+        (
+            {"workers": 2, "batch": "openbench", "distribution": "multiple"},
+            "batch_modes.ob.concurrency = {min: 1, max: 64}: distribution 'multiple' needs one concurrency",
+        ),
+    ],
+)
+def test_bad_openbench_modes_are_refused(mode, message):
+    with pytest.raises(ConfigError) as error:
+        resolve(_with_mode(mode))
+    assert message in str(error.value)
