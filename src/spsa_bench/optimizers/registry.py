@@ -37,6 +37,7 @@ from spsa_bench.optimizers.schedule_free import (
     build_sf_sgd,
     build_sf_sgd_block,
 )
+from spsa_bench.optimizers.second_order import Spsa2Hyper, build_spsa2
 from spsa_bench.optimizers.spsa import (
     SpsaCwdHyper,
     SpsaHyper,
@@ -97,6 +98,8 @@ _BUILT_INS = (
      "Adam with per-coordinate v of grad_i = -(S/N) flip_i / c_i: N micro-steps per report"),
     ("spsa-openbench", "spsa", OpenBenchHyper, build_spsa_openbench, None,
      "OpenBench's SPSA: iteration per pairs_per pairs, A = A_ratio*iterations, int c_k >= 0.5"),
+    ("spsa-2", "spsa", Spsa2Hyper, build_spsa2, _MICRO + "spsa2_micro",
+     "2SPSA (Spall 2000; fishtest #2126): Newton step a_k M^-1 g, M = (B^2 + delta^2 I)^1/2"),
 )
 # fmt: on
 

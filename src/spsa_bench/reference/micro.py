@@ -254,6 +254,70 @@ def sf_adam_micro(view: DeveloperView, hyper, reports, *, clamp_every_pair=False
     return schedule_free_micro(view, hyper, reports, adam=True, clamp_every_pair=clamp_every_pair)
 
 
+class Spsa2MicroReport(NamedTuple):
+    """A :class:`MicroReport` plus the job's Hessian match (kind ``spsa-2``)."""
+
+    pair_signals: np.ndarray  # (N,) per-pair signal of the gradient match
+    flip: np.ndarray  # (param,) +-1, both matches
+    c: np.ndarray  # (param,) the probe c_k of both matches
+    iter_local: int
+    hessian_pair_signals: np.ndarray | None = None  # (N~,) per-pair signal of the Hessian match
+    hessian_flip: np.ndarray | None = None  # (param,) +-1, its shift direction
+
+
+def spsa2_micro(view: DeveloperView, hyper, reports, *, clamp_every_pair=False):
+    """2SPSA (kind ``spsa-2``) one pair at a time for one seed (math in
+    :mod:`spsa_bench.optimizers.second_order`), in phi = theta / c_end.
+
+    Every Hessian pair ``t`` gives the sample ``B^_t = -((s~_t - y) / 4)(u_i v_j + v_i u_j)``
+    (``y`` the gradient match's mean, ``u = flip / p``, ``v = flip~ / q``) and Spall's
+    running mean ``B = (t - 1)/t B + (1/t) B^_t``. Then ``M = (B B + delta^2 I)^(1/2)``
+    (built as a matrix, solved with ``numpy.linalg.solve``) and every gradient pair adds
+    ``a_k0 M^-1 (s flip / (2 p))`` to the job's step, all pairs at the dispatch point; the
+    step is shortened to ``max_step`` and clipped at the report (so ``clamp_every_pair``
+    changes nothing: the job's step is one step). A report without a Hessian match
+    leaves ``B`` alone."""
+    del clamp_every_pair
+    c_end = [float(x) for x in view.c_dev]
+    p_count = len(c_end)
+    offset = hyper.A_ratio * float(view.num_pairs)
+    theta = view.clip(np.array(view.theta_start, dtype=np.float64))
+    B = [[0.0] * p_count for _ in range(p_count)]
+    seen = 0
+    out = [theta.copy()]
+    for report in reports:
+        probe = [float(report.c[i]) / c_end[i] for i in range(p_count)]
+        signals = [float(s) for s in report.pair_signals]
+        y = sum(signals) / len(signals)
+        hessian = getattr(report, "hessian_pair_signals", None)
+        if hessian is not None:
+            u = [float(report.flip[i]) / probe[i] for i in range(p_count)]
+            v = [
+                float(report.hessian_flip[i]) / (hyper.c_tilde_ratio * probe[i])
+                for i in range(p_count)
+            ]
+            for s_tilde in hessian:
+                seen += 1
+                d = (float(s_tilde) - y) / 4.0
+                for i in range(p_count):
+                    for j in range(p_count):
+                        sample = -d * (u[i] * v[j] + v[i] * u[j])
+                        B[i][j] = (seen - 1) / seen * B[i][j] + sample / seen
+        values, vectors = np.linalg.eigh(np.array(B))
+        M = vectors @ np.diag(np.sqrt(values**2 + hyper.curvature_floor**2)) @ vectors.T
+        a_k = hyper.lr / (offset + float(report.iter_local)) ** hyper.alpha
+        step = np.zeros(p_count)
+        for s in signals:
+            g = np.array([s * float(report.flip[i]) / (2.0 * probe[i]) for i in range(p_count)])
+            step = step + a_k * np.linalg.solve(M, g)
+        largest = max(abs(x) for x in step)
+        if largest > hyper.max_step:
+            step = step * (hyper.max_step / largest)
+        theta = view.clip(theta + step * np.array(c_end))
+        out.append(theta.copy())
+    return {"theta": np.array(out)}
+
+
 __all__ = [
     "MicroReport",
     "adam_coord_micro",
@@ -264,4 +328,6 @@ __all__ = [
     "sf_sgd_micro",
     "spsa_cwd_micro",
     "spsa_micro",
+    "Spsa2MicroReport",
+    "spsa2_micro",
 ]
