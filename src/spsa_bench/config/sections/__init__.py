@@ -16,8 +16,14 @@ from collections.abc import Callable
 from typing import Any
 
 from spsa_bench.config.records import Config
-from spsa_bench.config.sections import budget, cend, tuning, workers
-from spsa_bench.config.sections.schemas import BUDGET_STUDY, CEND_STUDY, TUNING, WORKERS_STUDY
+from spsa_bench.config.sections import budget, cend, frameworks, tuning, workers
+from spsa_bench.config.sections.schemas import (
+    BUDGET_STUDY,
+    CEND_STUDY,
+    FRAMEWORK_STUDY,
+    TUNING,
+    WORKERS_STUDY,
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -35,6 +41,7 @@ SECTIONS: dict[str, Section] = {
         Section(workers.KEY, WORKERS_STUDY, workers.parse),
         Section(budget.KEY, BUDGET_STUDY, budget.parse),
         Section(tuning.KEY, TUNING, tuning.parse),
+        Section(frameworks.KEY, FRAMEWORK_STUDY, frameworks.parse),
     )
 }
 SECTION_KEYS = tuple(SECTIONS)

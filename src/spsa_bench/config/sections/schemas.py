@@ -189,3 +189,42 @@ TUNING = _object(
     },
     required=("seeds",),
 )
+
+
+#: The framework study (spsa_bench.studies.frameworks): optional, off when absent.
+FRAMEWORK_STUDY = _object(
+    "The framework study (issue 31): Fishtest's spsa beside OpenBench's spsa-openbench and "
+    "each OpenBench rule alone, at every c_end on one parameter-block scenario, with shared "
+    "seeds (docs/frameworks.md)",
+    {
+        "scenario": {
+            "type": "string",
+            "pattern": NAME_PATTERN,
+            "description": "a parameter-block scenario whose parameters share one c_end",
+        },
+        "batch_mode": {"type": "string", "pattern": NAME_PATTERN, "description": "batch mode"},
+        "c_end": {
+            "type": "array",
+            "items": _num(
+                "c_end every parameter is probed with (integer steps)", exclusiveMinimum=0
+            ),
+            "minItems": 1,
+            "uniqueItems": True,
+            "description": "the c_end values, each played by scaling the block's c_end",
+        },
+        "fishtest": {
+            "description": "Fishtest's arm: a configured arm of kind spsa by name, or spsa "
+            "hyperparameters of an arm of the study only (Fishtest's form: {A_ratio: 0.1})",
+            "oneOf": [
+                {"type": "string", "pattern": NAME_PATTERN},
+                {"type": "object"},
+            ],
+        },
+        "openbench": {
+            "type": ["object", "null"],
+            "description": "hyperparameters of the spsa-openbench arm (default: OpenBench's "
+            "form: A_ratio 0.1, alpha 0.602, gamma 0.101, pairs_per 8, c_floor 0.5)",
+        },
+    },
+    required=("scenario", "batch_mode", "c_end", "fishtest"),
+)
