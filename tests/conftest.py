@@ -107,3 +107,38 @@ def set_key(path, value):
         node[path[-1]] = value
 
     return mutate
+
+
+def tuning_config_dict() -> dict:
+    """A small configuration with a tuning section: one swept arm (spsa, two r_end), a
+    baseline, two scenarios and two batch modes (tests/studies/test_tuning.py)."""
+    raw = small_config_dict(num_pairs=400)
+    del raw["cend_study"], raw["workers_study"], raw["budget_study"]
+    raw["optimizers"] = {"spsa": {"r_end": [0.001, 0.004]}, "adam-block": {}}
+    raw["baseline"] = "adam-block"
+    raw["scenarios"] = {name: raw["scenarios"][name] for name in ("calibrated", "mixed")}
+    raw["batch_modes"] = {name: raw["batch_modes"][name] for name in ("sync", "async-fixed")}
+    raw["tuning"] = {"seeds": {"first": 1000, "count": 4}, "family": ["calibrated", "mixed"]}
+    return raw
+
+
+def tuning_benchmark(rng, arms, seeds=range(4), scenarios=("calibrated", "mixed")):
+    """A benchmark dataset with arbitrary final losses on the test seeds."""
+    shape = (len(arms), 2, len(scenarios), len(seeds), 3)
+    import xarray as xr
+
+    return xr.Dataset(
+        {
+            "elo_loss": (
+                ("optimizer", "batch_mode", "scenario", "seed", "pairs"),
+                rng.gamma(2.0, 2.0, shape),
+            )
+        },  # fmt: skip
+        coords={
+            "optimizer": list(arms),
+            "batch_mode": ["sync", "async-fixed"],
+            "scenario": list(scenarios),
+            "seed": list(seeds),
+            "pairs": [0, 200, 400],
+        },
+    )

@@ -335,9 +335,10 @@ def test_a_leading_byte_order_mark_is_dropped():
 @pytest.fixture
 def tune_setup(tmp_path, monkeypatch):
     """A configuration with a tuning section and a matching benchmark file (the
-    ``tests/studies/test_tuning.py`` fixtures); ``argv(benchmark, output_dir)``."""
+    fixtures of tests/conftest.py); ``argv(benchmark, output_dir)``."""
     import yaml
-    from test_tuning import benchmark, raw_config
+    from conftest import tuning_benchmark as benchmark
+    from conftest import tuning_config_dict as raw_config
 
     from spsa_bench.config.loader import resolve
 

@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 import xarray as xr
-from conftest import small_config_dict
+from conftest import tuning_benchmark as benchmark
+from conftest import tuning_config_dict as raw_config
 
 from spsa_bench.analysis.tuning import (
     choose,
@@ -17,17 +18,6 @@ from spsa_bench.config.sections.tuning import parse as tuning_settings
 from spsa_bench.studies.tuning import run_tuning
 
 LOW, HIGH = "spsa-r_end-0p001", "spsa-r_end-0p004"
-
-
-def raw_config() -> dict:
-    raw = small_config_dict(num_pairs=400)
-    del raw["cend_study"], raw["workers_study"], raw["budget_study"]
-    raw["optimizers"] = {"spsa": {"r_end": [0.001, 0.004]}, "adam-block": {}}
-    raw["baseline"] = "adam-block"
-    raw["scenarios"] = {name: raw["scenarios"][name] for name in ("calibrated", "mixed")}
-    raw["batch_modes"] = {name: raw["batch_modes"][name] for name in ("sync", "async-fixed")}
-    raw["tuning"] = {"seeds": {"first": 1000, "count": 4}, "family": ["calibrated", "mixed"]}
-    return raw
 
 
 @pytest.fixture(scope="module")
@@ -154,26 +144,6 @@ def test_the_representative_is_robust_over_the_family_and_every_batch_mode():
     assert representatives(ds) == {"s": "a"}
     # the comparison keeps unswept arms in the benchmark's order, and one arm per sweep
     assert comparison_arms(["spsa", "a", "b", "c", "auto"], ds) == ["spsa", "a", "auto"]
-
-
-def benchmark(rng, arms, seeds=range(4), scenarios=("calibrated", "mixed")) -> xr.Dataset:
-    """A benchmark dataset with arbitrary final losses on the test seeds."""
-    shape = (len(arms), 2, len(scenarios), len(seeds), 3)
-    return xr.Dataset(
-        {
-            "elo_loss": (
-                ("optimizer", "batch_mode", "scenario", "seed", "pairs"),
-                rng.gamma(2.0, 2.0, shape),
-            )
-        },  # fmt: skip
-        coords={
-            "optimizer": list(arms),
-            "batch_mode": ["sync", "async-fixed"],
-            "scenario": list(scenarios),
-            "seed": list(seeds),
-            "pairs": [0, 200, 400],
-        },
-    )
 
 
 def test_the_choice_cannot_see_the_test_seeds(tuning_run):

@@ -465,14 +465,16 @@ def _recommendation(ds: xr.Dataset, table: pd.DataFrame) -> list[str]:
             f" The best setting, {setting_text(ds, best)}, gains "
             f"{_elo(-diff[0])} Elo more {_ci(-diff[2], -diff[1])} (paired)."
         )
+    block = _block(ds)
     if str(ds["arm"].sel(run=chosen).values) == AUTOSELECT:
         return [
             *lines,
             "",
-            f"Tick Autoselect on Fishtest's SPSA form with {int(row['games']):,} games; the "
-            "block is pasted as given (Autoselect sets c_end and r_end itself).",
+            f"Tick Autoselect on Fishtest's SPSA form with {int(row['games']):,} games and "
+            "paste the block as given (Autoselect sets c_end and r_end itself):",
+            "",
+            *code_block(block.to_text().rstrip("\n")),
         ]
-    block = _block(ds)
     scaled = ParamBlock(
         block.names,
         block.start,
