@@ -16,7 +16,7 @@ import copy
 import json
 from collections.abc import Sequence
 
-from spsa_bench.config.loader import Config
+from spsa_bench.config.loader import Config, without_studies
 from spsa_bench.config.schema import arm_properties, build_schema
 from spsa_bench.optimizers import REGISTRY
 from spsa_bench.optimizers.base import hyper_schema
@@ -107,30 +107,28 @@ def cell_settings(config: Config, optimizer: str, batch_mode: str, scenario: str
     return cell
 
 
-def _study_settings(config: Config, key: str, batch_mode: str, num_pairs: int) -> dict:
-    """What a study of scenarios and arms depends on: the run keys (``num_pairs`` given),
-    the noise, the seeds, ``batch_mode``, the study's scenarios and the configured arms
-    it names (``arms: {name: null}`` or a list of names), and the study itself."""
-    study = config.resolved[key]
+def _study_settings(config: Config, key: str, scope) -> dict:
+    """What a study of scenarios and arms depends on: the run keys (the scope's
+    ``num_pairs``), the noise, the seeds, the scope's batch mode, scenarios and
+    configured arms, and the study's section itself."""
     schema = build_schema()["properties"]
     resolved = config.resolved
     settings = {k: _canonical(resolved[k], schema[k]) for k in RUN_KEYS if k != "num_pairs"}
-    settings["num_pairs"] = int(num_pairs)
+    settings["num_pairs"] = int(scope.num_pairs)
     settings["noise"] = copy.deepcopy(resolved["noise"])
     settings["seeds"] = {"first": config.seeds_first, "count": config.seeds_count}
-    settings["batch_modes"] = {batch_mode: copy.deepcopy(resolved["batch_modes"][batch_mode])}
+    mode = scope.batch_mode
+    settings["batch_modes"] = {mode: copy.deepcopy(resolved["batch_modes"][mode])}
     settings["scenarios"] = {
         name: {k: v for k, v in resolved["scenarios"][name].items() if k != "description"}
-        for name in study["scenarios"]
+        for name in scope.scenarios
     }
-    arms = study["arms"] if isinstance(study["arms"], dict) else dict.fromkeys(study["arms"])
-    configured = [name for name, arm in arms.items() if arm is None]
-    settings["optimizers"] = {name: arm_settings(config, name) for name in configured}
-    if not configured:  # a configuration needs one arm: any of the grid's, unused
+    settings["optimizers"] = {name: arm_settings(config, name) for name in scope.arms}
+    if not scope.arms:  # a configuration needs one arm: any of the grid's, unused
         first = next(iter(resolved["optimizers"]))
         settings["optimizers"] = {first: arm_settings(config, first)}
     settings["baseline"] = next(iter(settings["optimizers"]))
-    settings[key] = copy.deepcopy(study)
+    settings[key] = copy.deepcopy(resolved[key])
     return settings
 
 
@@ -150,7 +148,14 @@ def study_settings(config: Config, study: Study) -> dict | None:
         settings["seeds"] = {"first": config.seeds_first, "count": config.seeds_count}
         settings[study.key] = copy.deepcopy(config.resolved[study.key])
         return settings
-    return _study_settings(config, study.key, scope.batch_mode, scope.num_pairs)
+    return _study_settings(config, study.key, scope)
+
+
+def tuning_trigger(config: Config) -> dict:
+    """What the tuning runs read (rule tuning_runs): the grid (every swept arm on every
+    scenario and batch mode, at the run keys and noise) and the ``tuning`` section, not
+    the studies' sections, so editing a study reruns no tuning run."""
+    return {**without_studies(config.resolved), "tuning": config.resolved["tuning"]}
 
 
 def sweeps(config: Config) -> dict[str, list[list]]:

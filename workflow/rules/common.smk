@@ -282,9 +282,9 @@ def get_tuning_file(wildcards):
 
 
 def get_tuning_settings():
-    """The tuning rule's rerun trigger: the whole resolved configuration (the tuning
-    runs depend on every swept arm, scenario and batch mode)."""
-    return BENCH.to_json()
+    """The tuning rule's rerun trigger: the grid and the tuning section (the tuning runs
+    depend on every swept arm, scenario and batch mode, not on the studies)."""
+    return grid.to_json(grid.tuning_trigger(BENCH))
 
 
 def get_noise_settings():
