@@ -14,6 +14,17 @@ masked), and dispatches job ``W + e`` right after arrival ``e``:
   held until the job arrives.
 - arrival of job j: ``state = update(state, report_j)`` on the current state.
 
+A kind whose ``Optimizer.hessian_share`` is positive (``spsa-2``) also plays a
+Hessian match in every job (:meth:`_Replay.dispatch_with_hessian`): of the job's ``N``
+pairs, ``m = hessian_pairs(N, share)`` play ``theta + c~ D~ + c flip`` against
+``theta + c~ D~ - c flip`` (``c~ = hessian_shift * c``, ``D~`` the job's flip of the
+seed's ``hessian`` stream; both engines clipped, and rounded as the gradient probes are
+but from the ``hessian`` stream's own uniforms) on the job's last ``m`` match draws, the
+gradient match its first ``N - m``; its report is a ``SecondOrderReport`` whose
+``n_pairs`` are the gradient pairs. The job's size, draws and flip are the schedule's,
+so every other arm at the seed is untouched (common random numbers); the equal and
+swapped integer shares count the gradient probes only.
+
 The optimizer never sees the bowl: the replay evaluates the probes and hands
 the optimizer reports only.
 """
@@ -34,6 +45,7 @@ from spsa_bench.model.developer import DeveloperView
 from spsa_bench.model.noise import VENDORED, NoiseModel
 from spsa_bench.model.rounding import Rounding, probe_outcomes
 from spsa_bench.optimizers.base import Optimizer, Report
+from spsa_bench.optimizers.second_order import SecondOrderReport, hessian_pairs
 
 SIGNALS = ("raw", "scaled")
 LAST_STEPS = 100  # avg_step_size_last_100 averages the last this many updates of a seed
@@ -125,13 +137,21 @@ class _Seeds:
         "origin", "iter_local", "job_pairs", "job_offset", "job_worker",
         "job_slot", "job_exists", "arrival_active", "arrival_worker", "arrival_pairs",
         "arrival_iter", "arrival_staleness", "arrival_in_flight", "n_jobs", "slot_c",
-        "slot_flip", "slot_result", "slot_realized",
+        "slot_flip", "slot_result", "slot_realized", "slot_hessian_result",
+        "slot_hessian_pairs", "slot_hessian_flip",
     )  # fmt: skip
     #: The per-seed arrays whose columns go into each report as they are.
     REPORTED = ("arrival_pairs", "arrival_iter", "arrival_staleness", "arrival_in_flight")
 
-    def __init__(self, flips_by_job: np.ndarray, draws: streams.MatchWindow, **arrays):
+    def __init__(
+        self,
+        flips_by_job: np.ndarray,
+        draws: streams.MatchWindow,
+        hessian_flips_by_job: np.ndarray | None = None,
+        **arrays,
+    ):
         self.flips_by_job = flips_by_job
+        self.hessian_flips_by_job = hessian_flips_by_job  # (job, seed, param), or None
         self.draws = draws
         for name in self.PER_SEED:
             setattr(self, name, arrays[name])
@@ -147,13 +167,26 @@ class _Seeds:
         n_params: int,
         realized: bool = False,
         identical: bool = False,
+        hessian: bool = False,
     ) -> _Seeds:
         """The random streams, the schedule's per-job arrays and their arrival-order
         views, and empty worker slots, for every seed of ``schedule`` (slots for the
-        realized half-differences only when ``realized``). ``identical``: every seed has
-        the same schedule (:meth:`Schedule.identical_seeds`)."""
+        realized half-differences only when ``realized``; the Hessian match's flips and
+        slots only when ``hessian``). ``identical``: every seed has the same schedule
+        (:meth:`Schedule.identical_seeds`)."""
         n_seeds, n_workers = schedule.num_seeds, schedule.num_workers
         flips = streams.flips(entropy, schedule.seeds, schedule.max_jobs, n_params, job_major=True)
+        hessian_flips = None
+        if hessian:  # the seed's own stream: the flips above are untouched
+            hessian_flips = streams.flips(
+                entropy,
+                schedule.seeds,
+                schedule.max_jobs,
+                n_params,
+                job_major=True,
+                purpose="hessian",
+            )
+        hessian_slots = n_workers + 1 if hessian else 0
         # every seed's arrays from the schedule alone: once, and broadcast (read-only,
         # no memory per seed) where every seed has the same schedule (the synchronous mode)
         source = schedule.first_seed() if identical else schedule
@@ -198,6 +231,10 @@ class _Seeds:
             slot_flip=np.zeros((n_seeds, n_workers + 1, n_params)),
             slot_result=np.zeros((n_seeds, n_workers + 1)),
             slot_realized=np.zeros((n_seeds, n_workers + 1, n_params if realized else 0)),
+            hessian_flips_by_job=hessian_flips,
+            slot_hessian_result=np.zeros((n_seeds, hessian_slots)),
+            slot_hessian_pairs=np.zeros((n_seeds, hessian_slots), dtype=np.int64),
+            slot_hessian_flip=np.zeros((n_seeds, hessian_slots, n_params)),
         )
 
     def _derive(self) -> None:
@@ -228,6 +265,8 @@ class _Seeds:
         for name in self.PER_SEED:
             setattr(self, name, getattr(self, name)[rows])
         self.flips_by_job = self.flips_by_job[:, rows]  # (job, seed, param): seeds on axis 1
+        if self.hessian_flips_by_job is not None:
+            self.hessian_flips_by_job = self.hessian_flips_by_job[:, rows]
         self.draws.keep(rows)
         self._derive()
 
@@ -270,6 +309,20 @@ class _Replay:
         self.n_events = schedule.arrival_job.shape[1]
         self.signal_scale = 1.0 if signal == "raw" else 1.0 / (2.0 * np.sqrt(n_params))
         identical = n_seeds > 1 and schedule.identical_seeds()
+        # spsa-2's Hessian match (module docstring): its share of each job, c~ / c, and
+        # the rounding of its engines from the seed's hessian stream (sub-key 1)
+        self.hessian_share = float(optimizer.hessian_share)
+        self.hessian = self.hessian_share > 0.0
+        self.hessian_shift = float(optimizer.hessian_shift)
+        self.hessian_rounding = None
+        if self.hessian:
+            keys = None
+            if self.rounding.keys is not None:  # stochastic or coupled rounding
+                keys = hessian_rounding_keys(entropy, schedule.seeds)
+            self.hessian_rounding = Rounding(
+                rounding, view.integer, entropy, schedule.seeds, keys=keys
+            )
+            self.hessian_in_flight: dict[int, tuple] = {}
         self.seeds = _Seeds.from_schedule(
             schedule,
             entropy,
@@ -277,6 +330,7 @@ class _Replay:
             n_params,
             realized=self.rounding.active,
             identical=identical,
+            hessian=self.hessian,
         )
         # Every seed doing the same thing at every step (the synchronous mode): jobs in
         # flight are kept as whole arrays per worker instead of in the slot arrays.
@@ -367,6 +421,9 @@ class _Replay:
         """Dispatch job ``job`` of every running seed: ``c = perturbation(iter_local)``,
         probes ``clip(theta -+ c * flip)``, their opponent Elo, and the job's net wins
         from its own match uniforms; all held in flight until the job arrives."""
+        if self.hessian:
+            self.dispatch_with_hessian(job)
+            return
         seeds = self.seeds
         if self.c_by_job is not None:
             c = self.c_by_job[job]
@@ -406,6 +463,106 @@ class _Replay:
             seeds.slot_result[rows, slot] = net
             if realized is not None:
                 seeds.slot_realized[rows, slot] = realized
+
+    def _job_perturbation(self, job: int) -> np.ndarray:
+        """``c = perturbation(iter_local)`` of job ``job``, ``(seed, param)``."""
+        seeds = self.seeds
+        if self.c_by_job is not None:
+            return self.c_by_job[job]
+        if seeds.iter_uniform[job]:  # one row, repeated for every seed
+            row = self.optimizer.perturbation(seeds.iter_local[:1, job])
+            return np.broadcast_to(row, (seeds.rows.shape[0], row.shape[1]))  # read-only
+        return self.optimizer.perturbation(seeds.iter_local[:, job])
+
+    def dispatch_with_hessian(self, job: int) -> None:
+        """:meth:`dispatch` of a kind that plays a Hessian match (module docstring): of
+        the job's ``N`` pairs (per seed), the first ``N - m`` match draws play the
+        gradient match ``clip(theta +- c flip)`` and the last ``m = hessian_pairs(N,
+        share)`` the Hessian match ``clip(theta + c~ D~ +- c flip)``, ``c~ = shift * c``;
+        both results, ``m`` and ``D~`` are held in flight until the job arrives."""
+        seeds = self.seeds
+        c = self._job_perturbation(job)
+        flip = seeds.flips_by_job[job].astype(np.float64)
+        step = c * flip
+        opponent, realized = self._opponent_elo(job, step, flip)
+        thresholds = self.noise.fast_draw_thresholds(opponent)
+        hessian_flip = seeds.hessian_flips_by_job[job].astype(np.float64)
+        shift = self.hessian_shift * c * hessian_flip
+        hessian_thresholds = self.noise.fast_draw_thresholds(
+            self._hessian_opponent_elo(job, shift, step)
+        )
+        sizes = seeds.job_pairs[:, job]
+        extra = hessian_pairs(sizes, self.hessian_share)  # (seed,)
+        if seeds.job_uniform[job]:
+            size, m = int(sizes[0]), int(extra[0])
+            u = seeds.draws.block(int(seeds.job_offset[0, job]), size)
+            pair_major = seeds.draws.pair_major
+            parts = (
+                (u[: size - m], u[size - m :])
+                if pair_major
+                else (u[:, : size - m], u[:, size - m :])
+            )
+            nets = []
+            for part, limits in zip(parts, (thresholds, hessian_thresholds), strict=True):
+                if pair_major:  # (pair, seed): counted at the end
+                    at_least, net = pentanomial.at_least_and_net_wins(part, limits)
+                    self.at_least[:, seeds.to_origin] += at_least
+                else:
+                    counts, net = pentanomial.counts_and_net_wins(part, limits)
+                    self.outcome_counts[seeds.to_origin] += counts
+                nets.append(net)
+            net, hessian_net = nets
+            slot = seeds.job_worker[0, job]
+            if self.lockstep:
+                self.in_flight[slot] = (c, flip, net, realized)
+                self.hessian_in_flight[slot] = (hessian_net, extra, hessian_flip)
+                return
+            slot = np.full(seeds.rows.shape[0], slot)
+        else:
+            gradient = sizes - extra
+            offsets = seeds.job_offset[:, job]
+            u = seeds.draws.segments(offsets, gradient)
+            counts, net = pentanomial.counts_and_net_wins_from_segments(u, thresholds, gradient)
+            self.outcome_counts[seeds.to_origin] += counts
+            u = seeds.draws.segments(offsets + gradient, extra)
+            counts, hessian_net = pentanomial.counts_and_net_wins_from_segments(
+                u, hessian_thresholds, extra
+            )
+            self.outcome_counts[seeds.to_origin] += counts
+            slot = seeds.job_slot[:, job]
+        rows = seeds.rows
+        seeds.slot_c[rows, slot], seeds.slot_flip[rows, slot] = c, flip
+        seeds.slot_result[rows, slot] = net
+        if realized is not None:
+            seeds.slot_realized[rows, slot] = realized
+        seeds.slot_hessian_result[rows, slot] = hessian_net
+        seeds.slot_hessian_pairs[rows, slot] = extra
+        seeds.slot_hessian_flip[rows, slot] = hessian_flip
+
+    def _hessian_opponent_elo(self, job: int, shift: np.ndarray, step: np.ndarray) -> np.ndarray:
+        """``-(Elo(plus) - Elo(minus))`` per seed of the Hessian match, ``plus``/``minus``
+        = ``clip((theta + shift) +- step)`` with the integer parameters rounded by the
+        worker's rule from the Hessian stream's uniforms (:attr:`hessian_rounding`)."""
+        center = self.theta + shift
+        probes = np.empty((2,) + step.shape)
+        np.add(center, step, out=probes[0])
+        np.subtract(center, step, out=probes[1])
+        plus, minus = self.view.clip(probes, out=probes)
+        if self.hessian_rounding.active:
+            plus, minus = self.hessian_rounding.play(job, plus, minus, in_place=True)
+        return self.bowl.opponent_elo(plus, minus)
+
+    def _take_hessian(self, event: int) -> tuple:
+        """``(net wins, pairs, D~)`` of the Hessian match of the job arriving at ``event``."""
+        seeds = self.seeds
+        if self.lockstep:
+            return self.hessian_in_flight.pop(seeds.arrival_worker[0, event])
+        slot, rows = seeds.arrival_worker[:, event], seeds.rows
+        return (
+            seeds.slot_hessian_result[rows, slot],
+            seeds.slot_hessian_pairs[rows, slot],
+            seeds.slot_hessian_flip[rows, slot],
+        )
 
     def _opponent_elo(
         self, job: int, step: np.ndarray, flip: np.ndarray
@@ -478,6 +635,14 @@ class _Replay:
             staleness=seeds.arrival_staleness[:, event],
             in_flight=seeds.arrival_in_flight[:, event],
         )
+        if self.hessian:  # the gradient match's pairs, and the Hessian match
+            hessian_net, extra, hessian_flip = self._take_hessian(event)
+            report = SecondOrderReport(
+                *report._replace(n_pairs=report.n_pairs - extra),
+                hessian_signal=hessian_net * self.signal_scale,
+                hessian_pairs=extra,
+                hessian_flip=hessian_flip,
+            )
         # a floating-point error inside the optimizer is recorded, not raised (nor
         # warned), so that the check below can name the optimizer, the seed and the arrival
         with np.errstate(over="call", invalid="call", divide="call", call=self._update_error):
@@ -541,6 +706,8 @@ class _Replay:
             seeds.keep(kept)
             self.bowl = self.bowl.rows(kept)
             self.rounding = self.rounding.rows(kept)
+            if self.hessian_rounding is not None:
+                self.hessian_rounding = self.hessian_rounding.rows(kept)
             self.state = type(self.state)(*(field[kept] for field in self.state))
             self.theta = self.theta[kept]
             if self.c_by_job is not None:
@@ -603,6 +770,19 @@ def replay(
         rounding=rounding,
     )
     return loop.run(compact, progress)
+
+
+def hessian_rounding_keys(entropy: int, seeds) -> np.ndarray:
+    """One 64-bit SplitMix64 key per seed for the rounding of the Hessian match's engines,
+    from the seed's ``hessian`` stream (sub-key 1), ``(seed,)``: the gradient probes'
+    uniforms (the ``rounding`` stream) are untouched."""
+    return np.array(
+        [
+            streams.seed_sequence(entropy, int(seed), "hessian", 1).generate_state(1, np.uint64)[0]
+            for seed in seeds  # stream setup only: one key per seed
+        ],
+        dtype=np.uint64,
+    )
 
 
 def _mean_last_steps(step_norm: np.ndarray, n_steps: np.ndarray, last: int) -> np.ndarray:

@@ -25,6 +25,7 @@ PURPOSES: tuple[str, ...] = (
     "rounding",
     "instance",
     "landscape",  # the truth prior's optional landscape options (model.instances)
+    "hessian",  # spsa-2's Hessian match: its shift flips D~, and (sub-key 1) its rounding
 )
 
 
@@ -63,10 +64,18 @@ def generator(entropy: int, seed: int, purpose: str, *extra: int) -> np.random.G
 
 
 def flips(
-    entropy: int, seeds: np.ndarray, num_jobs: int, num_params: int, *, job_major: bool = False
+    entropy: int,
+    seeds: np.ndarray,
+    num_jobs: int,
+    num_params: int,
+    *,
+    job_major: bool = False,
+    purpose: str = "flips",
 ) -> np.ndarray:
     """Rademacher flips, shape ``(seed, job, param)``, values in {-1, +1} as int8
-    (``job_major``: the same flips laid out ``(job, seed, param)``, as the replay reads them).
+    (``job_major``: the same flips laid out ``(job, seed, param)``, as the replay reads them;
+    ``purpose``: the stream they come from, ``"flips"`` or ``"hessian"`` for the Hessian
+    match's shift flips ``D~`` of spsa-2).
 
     Job ``j`` of seed ``s`` always gets the same flip, whatever the number of
     jobs drawn (rows are filled in job order from the seed's own stream).
@@ -74,7 +83,7 @@ def flips(
     n_bits = num_jobs * num_params
     n_words = -(-n_bits // 64)
     words = np.empty((len(seeds), n_words), dtype="<u8")  # each seed's raw stream, little-endian
-    for row, stream in enumerate(bit_generators(entropy, seeds, "flips")):  # one call a seed
+    for row, stream in enumerate(bit_generators(entropy, seeds, purpose)):  # one call a seed
         words[row] = stream.random_raw(n_words)
     shape = (num_jobs, len(seeds), num_params) if job_major else (len(seeds), num_jobs, num_params)
     out = np.empty(shape, dtype=np.int8)

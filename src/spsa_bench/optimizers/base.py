@@ -75,6 +75,13 @@ class Optimizer:
     #: derived scalars worth recording with a run (e.g. the games count Autoselect
     #: would ask for); empty for most optimizers
     info: dict[str, float] = field(default_factory=dict)
+    #: share of each job's pairs the replay plays as a second, Hessian match (kind
+    #: ``spsa-2``: ``theta + c~ D~ +- c D``, :mod:`spsa_bench.optimizers.second_order`);
+    #: 0 for every kind that asks for none (its reports are then plain ``Report``\ s)
+    hessian_share: float = 0.0
+    #: ``c~ / c``, the shift of the Hessian match's two engines along ``D~`` in units of
+    #: the job's probe ``c`` (read only when ``hessian_share > 0``)
+    hessian_shift: float = 1.0
 
 
 def hyperparameter(

@@ -22,10 +22,17 @@ matches with the same flip ``D`` (Rademacher) and probe ``p = c_k / c_end``
   ``y~ = S~ / hessian_pairs``.
 
 A Fishtest worker would have to play the second match: two more engines per job.
+The replay (:mod:`spsa_bench.engine.replay`) plays it inside the job's budget: of a
+job of ``N`` pairs, ``hessian_pairs(N, hessian_share) = floor(hessian_share * N + 1/2)``
+(at most ``N - 1``) go to the Hessian match and the rest to the gradient match, whose
+``n_pairs`` the report carries; the Hessian match's outcomes come from the job's match
+draws after the gradient pairs' (the same draws, disjoint pairs), and ``D~`` from the
+seed's ``hessian`` stream, so every other kind's draws stay untouched (the
+``Optimizer`` record's ``hessian_share``/``hessian_shift`` ask the replay for it).
 :class:`SecondOrderReport` carries it (the fields of a ``Report`` plus
-``hessian_signal``, ``hessian_pairs``, ``hessian_flip``). A plain ``Report`` (today's
-replay plays only the gradient match) carries no Hessian match: the Hessian estimate
-then stays where it is and the update is the preconditioned gradient step below.
+``hessian_signal``, ``hessian_pairs``, ``hessian_flip``). A plain ``Report`` (or
+``hessian_share = 0``) carries no Hessian match: the Hessian estimate then stays where
+it is and the update is the preconditioned gradient step below.
 
 **Estimates** (``q = c_tilde_ratio * p``; ``u = D / p``, ``v = D~ / q`` elementwise)::
 
@@ -112,6 +119,14 @@ class Spsa2Hyper:
         "step is shortened to it",
         exclusive_minimum=0.0,
     )
+    hessian_share: float = hyperparameter(
+        0.5,
+        "share of each job's pairs the replay plays as the Hessian match, "
+        "floor(share * N + 1/2) of N (at most N - 1), the rest as the gradient match; "
+        "0: no Hessian match (B stays 0)",
+        minimum=0.0,
+        exclusive_maximum=1.0,
+    )
 
 
 class SecondOrderReport(NamedTuple):
@@ -139,6 +154,15 @@ class Spsa2State(NamedTuple):
     theta: np.ndarray  # (seed, param)
     curvature: np.ndarray  # (seed, param, param): B, the running mean of -H^ (phi)
     weight: np.ndarray  # (seed,): Hessian pairs averaged into B
+
+
+def hessian_pairs(job_pairs: np.ndarray, share: float) -> np.ndarray:
+    """Pairs of a job of ``N`` pairs played as the Hessian match: ``floor(share * N + 1/2)``,
+    at most ``N - 1`` (the gradient match keeps at least one pair) and at least 0; int64,
+    the shape of ``job_pairs``."""
+    n = np.asarray(job_pairs, dtype=np.int64)
+    wanted = np.floor(share * n + 0.5).astype(np.int64)
+    return np.clip(wanted, 0, np.maximum(n - 1, 0))
 
 
 def preconditioner_eigen(curvature: np.ndarray, floor: float) -> tuple[np.ndarray, np.ndarray]:
@@ -217,4 +241,12 @@ def build_spsa2(view: DeveloperView, hyper: Spsa2Hyper) -> Optimizer:
     def export(state: Spsa2State) -> np.ndarray:
         return state.theta
 
-    return Optimizer("spsa-2", init, perturbation, update, export)
+    return Optimizer(
+        "spsa-2",
+        init,
+        perturbation,
+        update,
+        export,
+        hessian_share=float(hyper.hessian_share),
+        hessian_shift=float(hyper.c_tilde_ratio),
+    )

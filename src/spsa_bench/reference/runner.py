@@ -30,6 +30,21 @@ Dispatch (a worker asks for work, spec 001 ch. 4)::
 The job's result depends only on the snapshot, so it is played at dispatch (as
 spec 000 §3.2 says, with the snapshot and flip the job took away).
 
+A kind that asks for a Hessian match (``optimizer.hessian_share > 0``: ``spsa-2``)
+plays two matches in every job of ``N`` pairs, by the rules of
+:mod:`spsa_bench.engine.replay` written out one seed at a time::
+
+    m          = min(max(floor(share * N + 1/2), 0), max(N - 1, 0))   Hessian pairs
+    gradient   : plus/minus above, on the uniforms D .. D + N - m - 1
+    flip~      = streams.flips(entropy, [seed], n_jobs, n_params, purpose="hessian")[0][j]
+    shift      = (hessian_shift * c) * flip~
+    Hessian    : plus~/minus~ = clip((theta + shift) +- c * flip), on the uniforms
+                 D + N - m .. D + N - 1
+    report     : n_pairs N - m, signal of the gradient match, hessian_signal of the
+                 Hessian match (raw or scaled alike), hessian_pairs m, hessian_flip flip~
+
+(no rounding: like the rest of this reference, the engines play the floats).
+
 Arrival (the event with the smallest finish time pops)::
 
     signal = net_wins                    ("raw")
@@ -56,6 +71,7 @@ from spsa_bench.model import pentanomial, streams
 from spsa_bench.model.bowl import Problem
 from spsa_bench.model.noise import VENDORED, NoiseModel
 from spsa_bench.optimizers.base import Report
+from spsa_bench.optimizers.second_order import SecondOrderReport
 from spsa_bench.reference.async_runner import job_wall_time, reference_workers, uncut_job_pairs
 
 ITERATION_COUNTERS = ("arrival", "dispatch")
@@ -80,18 +96,38 @@ class ReferenceJob:
     net_wins: int
     signal: float
     outcome_counts: tuple[int, ...] = (0, 0, 0, 0, 0)  # LL, DL, DD, WD, WW
+    # the Hessian match (kinds with hessian_share > 0; module docstring), else None/0
+    hessian_pairs: int = 0
+    hessian_flip: np.ndarray | None = None  # (param,) +-1.0
+    hessian_opponent_elo: float = 0.0
+    hessian_net_wins: int = 0
+    hessian_signal: float = 0.0
+
+    @property
+    def gradient_pairs(self) -> int:
+        """Pairs of the gradient match: the job's pairs less the Hessian match's."""
+        return self.pairs - self.hessian_pairs
 
     def report(self, staleness: int | None = None) -> Report:
         """The job's report, as one seed's arrays (``staleness``: pairs arrived since
-        its dispatch, known at its arrival)."""
-        return Report(
-            n_pairs=np.array([self.pairs], dtype=np.int64),
+        its dispatch, known at its arrival); a ``SecondOrderReport`` when the job
+        played a Hessian match."""
+        report = Report(
+            n_pairs=np.array([self.gradient_pairs], dtype=np.int64),
             signal=np.array([self.signal]),
             flip=self.flip[None, :].copy(),
             c=self.c[None, :].copy(),
             iter_local=np.array([self.iter_local], dtype=np.int64),
             staleness=None if staleness is None else np.array([float(staleness)]),
             in_flight=np.array([float(self.offset - self.arrived_before)]),
+        )
+        if self.hessian_flip is None:
+            return report
+        return SecondOrderReport(
+            *report,
+            hessian_signal=np.array([self.hessian_signal]),
+            hessian_pairs=np.array([self.hessian_pairs], dtype=np.int64),
+            hessian_flip=self.hessian_flip[None, :].copy(),
         )
 
 
@@ -195,12 +231,14 @@ class Workers:
             return self.batch_size
         return uncut_job_pairs(self.settings, self.concurrency[w])
 
-    def flips(self, entropy: int, seed: int, num_pairs: int, n_params: int) -> np.ndarray:
-        """The seed's flips ``(job, param)``, row ``j`` for the ``j``-th job dispatched,
-        drawn for an upper bound of the job count (every job but the last has at least
-        the smallest full size; the rows are a prefix-stable stream)."""
+    def flips(
+        self, entropy: int, seed: int, num_pairs: int, n_params: int, purpose: str = "flips"
+    ) -> np.ndarray:
+        """The seed's flips ``(job, param)`` from stream ``purpose``, row ``j`` for the
+        ``j``-th job dispatched, drawn for an upper bound of the job count (every job but
+        the last has at least the smallest full size; the rows are a prefix-stable stream)."""
         max_jobs = -(-num_pairs // min(self.job_pairs(w) for w in range(self.count)))
-        return streams.flips(entropy, np.array([seed]), max_jobs, n_params)[0]
+        return streams.flips(entropy, np.array([seed]), max_jobs, n_params, purpose=purpose)[0]
 
     def finish_time(self, w: int, now: float, pairs: int) -> float:
         """When a job of ``pairs`` pairs dispatched to worker ``w`` at ``now`` arrives."""
@@ -261,6 +299,7 @@ class _SeedInputs:
     iteration_counter: str
     signal: str
     noise: NoiseModel = VENDORED
+    hessian_flips: np.ndarray | None = None  # (job, param): D~ of the j-th job, or None
 
     def dispatch(
         self,
@@ -281,16 +320,43 @@ class _SeedInputs:
         c = np.array(self.optimizer.perturbation(np.array([iter_local]))[0], dtype=np.float64)
         theta = np.array(self.optimizer.export(state)[0], dtype=np.float64)  # the snapshot
         flip = self.flips[job].astype(np.float64)
+        share = float(self.optimizer.hessian_share)
+        extra = 0
+        if share > 0.0:
+            extra = min(max(math.floor(share * pairs + 0.5), 0), max(pairs - 1, 0))
+        gradient = pairs - extra
         opponent, net, value, counts = play_job(
             self.problem.bowl,
             self.problem.view,
             theta,
             c,
             flip,
-            self.uniforms[dispatched : dispatched + pairs],
+            self.uniforms[dispatched : dispatched + gradient],
             self.signal,
             self.noise,
         )
+        hessian = {}
+        if share > 0.0:
+            hessian_flip = self.hessian_flips[job].astype(np.float64)
+            shift = float(self.optimizer.hessian_shift) * c * hessian_flip
+            h_opponent, h_net, h_value, h_counts = play_job(
+                self.problem.bowl,
+                self.problem.view,
+                theta + shift,
+                c,
+                flip,
+                self.uniforms[dispatched + gradient : dispatched + pairs],
+                self.signal,
+                self.noise,
+            )
+            counts = tuple(a + b for a, b in zip(counts, h_counts, strict=True))
+            hessian = {
+                "hessian_pairs": extra,
+                "hessian_flip": hessian_flip,
+                "hessian_opponent_elo": h_opponent,
+                "hessian_net_wins": h_net,
+                "hessian_signal": h_value,
+            }
         return ReferenceJob(
             worker=w,
             pairs=pairs,
@@ -306,6 +372,7 @@ class _SeedInputs:
             net_wins=net,
             signal=value,
             outcome_counts=counts,
+            **hessian,
         )
 
 
@@ -338,6 +405,11 @@ def run_runner_reference(
     if optimizer is None:
         optimizer = optimizers.build(kind, problem.view, hyper)
     workers = Workers.of(entropy, seed, batch)
+    hessian_flips = None
+    if optimizer.hessian_share > 0.0:  # the seed's hessian stream, row j for the j-th job
+        hessian_flips = workers.flips(
+            entropy, seed, num_pairs, problem.view.num_params, purpose="hessian"
+        )
     inputs = _SeedInputs(
         optimizer,
         problem,
@@ -347,6 +419,7 @@ def run_runner_reference(
         iteration_counter=iteration_counter,
         signal=signal,
         noise=noise,
+        hessian_flips=hessian_flips,
     )
 
     state = optimizer.init(1)
