@@ -1,0 +1,181 @@
+"""Table, Markdown and figure of the calibration study (:mod:`spsa_bench.studies.calibration`).
+
+The table has one row per (tune, statistic) the tune observes: its split (fit or
+held-out), the observed value, the 10%, 50% and 90% points of the posterior predictive
+sample and whether the observation lies in the 10-90% band. The Markdown adds the
+posterior (the accepted draws' median and range per free key, beside the hyper-prior
+range) and the coverage per statistic on the held-out tunes (and, in-sample, on the fit
+tunes). The figure shows, tune by tune, the observed value against its band.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from spsa_bench.analysis.tables import markdown_table
+
+
+def calibration_table(ds: xr.Dataset) -> pd.DataFrame:
+    """One row per (tune, statistic) with an observation (module docstring)."""
+    rows = []
+    for t, tune in enumerate(ds["tune"].values):
+        for k, stat in enumerate(ds["stat"].values):
+            observed = float(ds["observed"].values[t, k])
+            if not np.isfinite(observed):
+                continue
+            rows.append(
+                {
+                    "tune": str(tune),
+                    "split": str(ds["split"].values[t]),
+                    "year": int(ds["year"].values[t]),
+                    "params": int(ds["params"].values[t]),
+                    "games": int(ds["games"].values[t]),
+                    "games_known": bool(ds["games_known"].values[t]),
+                    "stat": str(stat),
+                    "observed": observed,
+                    "low": float(ds["band_low"].values[t, k]),
+                    "median": float(ds["band_median"].values[t, k]),
+                    "high": float(ds["band_high"].values[t, k]),
+                    "inside": bool(ds["inside"].values[t, k] == 1.0),
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def coverage_table(table: pd.DataFrame) -> pd.DataFrame:
+    """Per split and statistic: tunes counted and the share inside the 10-90% band."""
+    grouped = table.groupby(["split", "stat"], sort=False)["inside"]
+    out = grouped.agg(tunes="size", covered="sum").reset_index()
+    out["coverage"] = out["covered"] / out["tunes"]
+    return out
+
+
+def posterior_table(ds: xr.Dataset) -> pd.DataFrame:
+    """Per free key: the hyper-prior range and the accepted draws' median, min and max."""
+    accepted = ds["accepted"].values.astype(bool)
+    ranges = json.loads(ds.attrs["free_ranges"])
+    rows = []
+    for f, key in enumerate(ds["free"].values):
+        kept = ds["value"].values[accepted, f]
+        low, high, log = ranges[f][1:]
+        rows.append(
+            {
+                "key": str(key),
+                "prior": f"{'log-' if log else ''}U[{low:g}, {high:g}]",
+                "median": float(np.median(kept)),
+                "min": float(kept.min()),
+                "max": float(kept.max()),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def calibration_markdown(table: pd.DataFrame, ds: xr.Dataset) -> str:
+    """The posterior, the coverage and the per-tune table, with what they rest on."""
+    a = ds.attrs
+    cover = coverage_table(table)
+    lines = [
+        "# Calibration of the truth prior to the corpus of real tunes",
+        "",
+        f"Corpus version **{a['corpus_digest']}** ({int(a['corpus_tunes'])} tunes), fit on the "
+        f"tunes before {int(a['split_year'])}, predicted on the others. Rejection ABC: "
+        f"{int(a['draws'])} hyper-prior draws, the closest {float(a['accept']):.0%} accepted, "
+        f"{int(a['instances_per_draw'])} instances (seeds {a['seeds']}) per draw and tune, "
+        f"batch mode {a['batch_mode']}. Fixed truth: `{a['fixed_truth']}`.",
+        "",
+        f"Assumption: {a['assumption']}.",
+        "",
+        "## Posterior (accepted draws)",
+        "",
+        markdown_table(
+            posterior_table(ds),
+            {
+                "key": "free key",
+                "prior": "hyper-prior",
+                "median": "median",
+                "min": "min",
+                "max": "max",
+            },
+        ),  # fmt: skip
+        "",
+        "## Coverage of the 10-90% predictive band",
+        "",
+        "held-out: a validation; fit: in-sample (the same tunes the draws were chosen on).",
+        "",
+        markdown_table(
+            cover,
+            {
+                "split": "split",
+                "stat": "statistic",
+                "tunes": "tunes",
+                "covered": "covered",
+                "coverage": "coverage",
+            },
+        ),  # fmt: skip
+        "",
+        "## Tune by tune",
+        "",
+        markdown_table(
+            table,
+            {
+                "tune": "tune",
+                "split": "split",
+                "params": "params",
+                "games": "games sim.",
+                "stat": "statistic",
+                "observed": "observed",
+                "low": "10%",
+                "median": "50%",
+                "high": "90%",
+                "inside": "inside",
+            },
+        ),  # fmt: skip
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def calibration_figure(ds: xr.Dataset):
+    """Observed value (dot; filled inside the band) against the 10-90% predictive band
+    (bar, median tick), tune by tune, one panel per statistic with observations."""
+    import matplotlib.pyplot as plt
+
+    table = calibration_table(ds)
+    stats = [s for s in ds["stat"].values if (table["stat"] == s).any()]
+    heights = [max(2.0, 0.22 * int((table["stat"] == s).sum())) for s in stats]
+    fig, axes = plt.subplots(len(stats), 1, figsize=(7.5, sum(heights) + 0.6),
+                             gridspec_kw={"height_ratios": heights}, squeeze=False,
+                             constrained_layout=True)  # fmt: skip
+    labels = dict(zip(ds["stat"].values, json.loads(ds.attrs["stat_labels"]), strict=True))
+    for ax, stat in zip(axes[:, 0], stats, strict=True):
+        rows = table[table["stat"] == stat].reset_index(drop=True)
+        y = np.arange(len(rows))
+        colour = np.where(rows["split"] == "fit", "0.55", "tab:blue")
+        ax.hlines(y, rows["low"], rows["high"], colors=colour, linewidth=3, alpha=0.6)
+        ax.scatter(rows["median"], y, marker="|", color="k", s=40)
+        face = np.where(rows["inside"], "tab:green", "white")
+        ax.scatter(rows["observed"], y, facecolors=face, edgecolors="tab:red", zorder=3, s=22)
+        ax.set_yticks(y, [f"{t} ({s})" for t, s in zip(rows["tune"], rows["split"], strict=True)],
+                      fontsize=6)  # fmt: skip
+        ax.invert_yaxis()
+        ax.set_xlabel(str(labels[stat]))
+    fig.suptitle(
+        f"Observed (dot: filled = inside) vs 10-90% predictive band; grey fit, blue held-out; "
+        f"corpus {ds.attrs['corpus_digest']}",
+        fontsize="small",
+    )
+    return fig
+
+
+def write_report(ds: xr.Dataset, paths) -> list:
+    """The calibration's NetCDF file, CSV and Markdown table, PNG and SVG figure at
+    ``paths`` (in that order), each written atomically."""
+    from spsa_bench.analysis.study_files import write_study_files
+
+    table = calibration_table(ds)
+    return write_study_files(
+        ds, paths, table, calibration_markdown(table, ds), calibration_figure(ds)
+    )

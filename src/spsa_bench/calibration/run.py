@@ -1,0 +1,124 @@
+"""The calibration: fit the prior family on the early tunes, predict the later ones.
+
+:func:`calibrate` takes corpus records and a :class:`~spsa_bench.calibration.prior.PriorFamily`:
+
+1. every record becomes a :class:`~spsa_bench.calibration.simulate.TuneSetting`; the
+   tunes dated before ``split_year`` are the fit set, the others the held-out set;
+2. ``draws`` hyper-prior draws are simulated on every fit tune at every seed, one replay
+   per tune (:func:`~spsa_bench.calibration.simulate.simulate_tune`);
+3. rejection ABC (:mod:`spsa_bench.calibration.fit`) keeps the closest share
+   ``accept`` of the draws: the posterior sample;
+4. the accepted draws are simulated on every held-out tune at every seed (the
+   posterior predictive); the fit tunes' predictive samples are their accepted rows of
+   step 2 (an in-sample check, not a validation).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import warnings
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from spsa_bench.calibration import fit
+from spsa_bench.calibration.prior import PriorFamily
+from spsa_bench.calibration.simulate import TuneSetting, simulate_tune, tune_setting
+from spsa_bench.calibration.stats import STATS
+from spsa_bench.corpus.load import DATA, load_corpus
+
+
+@dataclasses.dataclass(frozen=True)
+class Calibration:
+    """What :func:`calibrate` found; arrays over ``tune`` follow :attr:`settings`."""
+
+    settings: tuple[TuneSetting, ...]
+    fit_set: np.ndarray  # (tune,) bool
+    values: np.ndarray  # (draw, free)
+    distance: np.ndarray  # (draw,)
+    accepted: np.ndarray  # (draw,) bool
+    observed_summaries: np.ndarray  # (summary,)
+    simulated_summaries: np.ndarray  # (draw, summary)
+    samples: np.ndarray  # (tune, sample, stat): accepted draws x seeds
+
+    @property
+    def observed(self) -> np.ndarray:
+        return np.stack([s.observed for s in self.settings])
+
+
+def calibrate(
+    records: Sequence,
+    family: PriorFamily,
+    *,
+    draws: int,
+    accept: float,
+    seeds: Sequence[int],
+    entropy: int,
+    batch_mode: dict,
+    split_year: int,
+    default_games: int,
+    default_time_control: str,
+    progress: Callable[[str], None] | None = None,
+) -> Calibration:
+    """The calibration of ``records`` (module docstring)."""
+    settings = tuple(tune_setting(r, default_games, default_time_control) for r in records)
+    fit_set = np.array([s.year < split_year for s in settings])
+    if not fit_set.any():
+        raise ValueError(f"no tune dated before {split_year}: nothing to fit on")
+    values = family.draws(entropy, draws)
+    seeds = [int(s) for s in seeds]
+    stat_shape = (len(seeds), len(STATS))
+    simulated = np.full((len(settings), draws, *stat_shape), np.nan)
+    for i in np.flatnonzero(fit_set):
+        if progress is not None:
+            progress(f"fit: {settings[i].name} ({settings[i].games:,} games, {draws} draws)")
+        simulated[i] = simulate_tune(settings[i], family, values, seeds, entropy, batch_mode)
+    log_params = np.log([s.params for s in settings])
+    observed = np.stack([s.observed for s in settings])
+    obs_summary = fit.summaries(observed[fit_set], log_params[fit_set])
+    # (draw, seed, tune, stat) -> summaries per draw and seed, then the mean over seeds
+    per_seed = fit.summaries(np.moveaxis(simulated[fit_set], 0, 2), log_params[fit_set])
+    with warnings.catch_warnings():  # a summary the fit set lacks is NaN at every seed
+        warnings.simplefilter("ignore", RuntimeWarning)
+        sim_summary = np.nanmean(per_seed, axis=1)
+    distance = fit.distances(sim_summary, obs_summary)
+    accepted = fit.accept(distance, accept)
+    kept = values[accepted]
+    samples = np.full((len(settings), kept.shape[0] * len(seeds), len(STATS)), np.nan)
+    for i, setting in enumerate(settings):
+        if fit_set[i]:
+            rows = simulated[i][accepted]
+        else:
+            if progress is not None:
+                progress(f"predict: {setting.name} ({setting.games:,} games)")
+            rows = simulate_tune(setting, family, kept, seeds, entropy, batch_mode)
+        samples[i] = rows.reshape(-1, len(STATS))
+    return Calibration(
+        settings=settings,
+        fit_set=fit_set,
+        values=values,
+        distance=distance,
+        accepted=accepted,
+        observed_summaries=obs_summary,
+        simulated_summaries=sim_summary,
+        samples=samples,
+    )
+
+
+def corpus_digest(folder=None) -> str:
+    """The first 12 hex digits of the SHA-256 of every file of the corpus folder (names
+    and bytes, sorted): the corpus version a fit names."""
+    folder = DATA if folder is None else folder
+    digest = hashlib.sha256()
+    for path in sorted(p for p in folder.iterdir() if p.is_file()):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:12]
+
+
+def packaged_corpus() -> tuple[tuple, str]:
+    """The packaged corpus's records and its digest (:func:`corpus_digest`)."""
+    return load_corpus(), corpus_digest(DATA)
+
+
+__all__ = ["Calibration", "calibrate", "corpus_digest", "packaged_corpus"]

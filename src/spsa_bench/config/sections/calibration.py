@@ -1,0 +1,129 @@
+"""The ``calibration`` section: fit a few numbers of the tune-scenario truth prior to
+the corpus of real tunes by simulation (the study: :mod:`spsa_bench.studies.calibration`,
+docs/calibration.md)::
+
+    calibration:
+      batch_mode: sync             # a batch mode of this config, every tune plays it
+      split_year: 2022             # fit on tunes before it, predict the others
+      draws: 32                    # hyper-prior draws (ABC by rejection)
+      accept: 0.25                 # share of the draws kept (the closest)
+      default_games: 100000        # a tune whose budget is unknown
+      default_time_control: LTC    # a tune whose time control is unknown
+      fixed: {inactive_fraction: 0.25, plateau: {width: 1}}   # a truth mapping
+      free:                        # 1 to 4 dotted truth keys: range, log-uniform or not
+        elo_at_stake.median: {low: 0.5, high: 20, log: true}
+        elo_at_stake.sigma: {low: 0.1, high: 1.5}
+        offset.scale: {low: 0.5, high: 4, log: true}
+        plateau.fraction: {low: 0, high: 0.8}
+
+The seeds of the run (the config's, or ``--seeds``) are the instances each draw plays
+on every tune.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import itertools
+
+from spsa_bench.config.records import Config, ConfigError
+from spsa_bench.config.sections.fields import known
+from spsa_bench.model.instances import PriorError, TruthPrior
+from spsa_bench.model.time_control import TIME_CONTROLS
+
+KEY = "calibration"
+#: The truth keys a calibration may leave free (dotted: ``option.key``).
+FREE_KEYS = (
+    "elo_at_stake.median",
+    "elo_at_stake.sigma",
+    "elo_at_stake.concentration",
+    "offset.scale",
+    "offset.df",
+    "plateau.fraction",
+    "plateau.width",
+    "inactive_fraction",
+)
+MAX_FREE = 4
+DEFAULTS = {
+    "split_year": 2022,
+    "draws": 32,
+    "accept": 0.25,
+    "default_games": 100_000,
+    "default_time_control": "LTC",
+    "fixed": {},
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class CalibrationSection:
+    batch_mode: str
+    batch_settings: dict
+    split_year: int
+    draws: int
+    accept: float
+    default_games: int
+    default_time_control: str
+    fixed: dict
+    free: tuple[tuple[str, float, float, bool], ...]  # (key, low, high, log)
+
+
+def with_value(fixed: dict, key: str, value: float) -> dict:
+    """``fixed`` with the dotted ``key`` set to ``value``."""
+    out = copy.deepcopy(fixed)
+    head, _, tail = key.partition(".")
+    if tail:
+        out[head] = {**(out.get(head) or {}), tail: float(value)}
+    else:
+        out[head] = float(value)
+    return out
+
+
+def parse(config: Config) -> CalibrationSection | None:
+    """The configuration's ``calibration``, checked (``None`` when it has none)."""
+    raw = config.resolved.get(KEY)
+    if raw is None:
+        return None
+    raw = {**DEFAULTS, **raw}
+    known(config.batch_mode, raw["batch_mode"], f"{KEY}.batch_mode")
+    if raw["default_time_control"] not in TIME_CONTROLS:
+        raise ConfigError(
+            f"{KEY}.default_time_control = {raw['default_time_control']!r}: must be one of "
+            f"{', '.join(TIME_CONTROLS)}"
+        )
+    free = []
+    for key, spec in raw["free"].items():
+        where = f"{KEY}.free.{key}"
+        if key not in FREE_KEYS:
+            raise ConfigError(f"{where}: not a free key (expected one of {', '.join(FREE_KEYS)})")
+        low, high, log = float(spec["low"]), float(spec["high"]), bool(spec.get("log", False))
+        if not low < high:
+            raise ConfigError(f"{where}.low = {low:g}: must be below high = {high:g}")
+        if log and low <= 0:
+            raise ConfigError(f"{where}.low = {low:g}: a log range needs low > 0")
+        free.append((key, low, high, log))
+    if not 1 <= len(free) <= MAX_FREE:
+        raise ConfigError(f"{KEY}.free: {len(free)} keys given, 1 to {MAX_FREE} allowed")
+    fixed = raw["fixed"] or {}
+    for corner in itertools.product(*[(f[1], f[2]) for f in free]):
+        truth = fixed
+        for (key, *_), value in zip(free, corner, strict=True):
+            truth = with_value(truth, key, value)
+        try:
+            TruthPrior.from_mapping(truth)
+        except PriorError as error:
+            raise ConfigError(
+                f"{KEY}: fixed and free give no truth prior at {corner}: {error}"
+            ) from None
+    if not 0 < raw["accept"] <= 1:
+        raise ConfigError(f"{KEY}.accept = {raw['accept']!r}: must be in (0, 1]")
+    return CalibrationSection(
+        batch_mode=raw["batch_mode"],
+        batch_settings=dict(config.resolved["batch_modes"][raw["batch_mode"]]),
+        split_year=int(raw["split_year"]),
+        draws=int(raw["draws"]),
+        accept=float(raw["accept"]),
+        default_games=int(raw["default_games"]),
+        default_time_control=raw["default_time_control"],
+        fixed=fixed,
+        free=tuple(free),
+    )

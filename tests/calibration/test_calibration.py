@@ -1,0 +1,141 @@
+"""The calibration's statistics, coverage and a small simulation-based calibration."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from spsa_bench.calibration import fit
+from spsa_bench.calibration.prior import FreeNumber, PriorFamily
+from spsa_bench.calibration.run import calibrate
+from spsa_bench.calibration.simulate import nearest_time_control, simulate_tune, tune_setting
+from spsa_bench.calibration.stats import STATS, chosen_test, observed_stats
+from spsa_bench.config.param_block import parse_block
+from spsa_bench.corpus.records import Parameter, Source, Tune, TuneRecord, Verification
+
+SYNC = {"workers": 1, "batch": "fixed", "batch_size": 36}
+
+
+def _test(result="passed", *, wins=None, losses=None, draws=None, elo=None, error=None, games=None):
+    if games is None and wins is not None:
+        games = wins + losses + draws
+    return Verification(
+        label="LTC", time_control=None, threads=None,
+        test="fixed" if result == "fixed" else "sprt",
+        sprt=None if result == "fixed" else (0.0, 2.0), sprt_scale="logistic",
+        games=games, wins=wins, losses=losses, draws=draws, ptnml=None, result=result,
+        elo=elo, elo_error=error,
+    )  # fmt: skip
+
+
+def _record(name, tests, *, params=None, block=None, games=20000, date="2020-01-01"):
+    if params is None:
+        params = tuple(Parameter(f"p{i}", 100.0, 100.0) for i in range(3))
+    return TuneRecord(
+        name=name, title=name, date=date, kind="search",
+        sources=(Source("commit", "hand-made", "test"),),
+        tune=Tune("60+0.6", 1, games, None, None, None, None),
+        parameters=params, verification=tuple(tests), provenance={}, block=block,
+    )  # fmt: skip
+
+
+def test_verification_elo_from_wld_with_the_trinomial_standard_error():
+    # 300 W, 200 L, 500 D: score 0.55; per-game variance (300*.45^2 + 200*.55^2 + 500*.05^2)/1000
+    record = _record("2020-a", [_test(wins=300, losses=200, draws=500)])
+    observed, se = observed_stats(record)
+    score, var = 0.55, (300 * 0.45**2 + 200 * 0.55**2 + 500 * 0.05**2) / 1000
+    expected_se = 400 / math.log(10) / (score * (1 - score)) * math.sqrt(var / 1000)
+    assert observed[0] == pytest.approx(-400 * math.log10(1 / score - 1), rel=1e-12)
+    assert se == pytest.approx(expected_se, rel=1e-12)
+    assert np.isnan(observed[1:]).all()  # no block: no moves
+
+
+def test_chosen_test_prefers_a_passed_sprt_and_a_quoted_error_is_95_percent():
+    fixed = _test("fixed", elo=3.0, error=1.959963984540054, games=60000)
+    small = _test(wins=30, losses=20, draws=50)
+    large = _test(wins=3000, losses=2900, draws=4100)
+    record = _record("2020-b", [fixed, small, large])
+    assert chosen_test(record)[0] is large  # passed first, then the most games
+    observed, se = observed_stats(
+        _record("2020-c", [fixed, _test("failed", wins=1, losses=2, draws=3)])
+    )
+    assert (observed[0], se) == (pytest.approx(3.0), pytest.approx(1.0))
+
+
+def test_moves_in_c_end_units_from_a_block():
+    block = parse_block(
+        "a,10,0,40,2,0.002\nb,10,0,40,2,0.002\nc,10,0,40,4,0.002\nd,10,0,40,1,0.002\n"
+    )
+    finals = {"a": 11.0, "b": 6.0, "c": 10.0, "d": 13.0}  # moves 0.5, -2, 0, 3
+    params = tuple(Parameter(n, 10.0, finals[n]) for n in "abcd")
+    observed, _ = observed_stats(_record("2020-d", [], params=params, block=block))
+    assert np.isnan(observed[0])
+    assert observed[1:] == pytest.approx([1.25, 0.5, 3.0])  # median(0.5, 2, 0, 3), share, max
+
+
+def test_coverage_on_hand_made_bands():
+    observed = np.array([[1.0, np.nan], [5.0, 0.2], [-1.0, 0.9], [0.0, 0.5]])
+    low = np.array([[0.0, 0.0], [0.0, 0.0], [0.0, 0.0], [0.0, np.nan]])
+    high = np.array([[2.0, 1.0], [4.0, 0.1], [2.0, 1.0], [0.0, 1.0]])
+    inside, share, count = fit.coverage(observed, low, high)
+    np.testing.assert_array_equal(inside[:, 0], [1.0, 0.0, 0.0, 1.0])  # the ends count
+    np.testing.assert_array_equal(inside[:, 1], [np.nan, 0.0, 1.0, np.nan])
+    np.testing.assert_array_equal(count, [4, 2])
+    np.testing.assert_allclose(share, [0.5, 0.5])
+
+
+def test_accept_keeps_the_closest_share_and_distances_skip_missing_summaries():
+    d = fit.distances(np.array([[0.0, 9.0], [3.0, 1.0], [1.0, np.nan]]), np.array([1.0, np.nan]))
+    # column 0 only (the observation lacks column 1); scale 1.4826 x MAD of (0, 3, 1) = 1.4826
+    np.testing.assert_allclose(d, np.array([1.0, 2.0, 0.0]) / 1.4826)
+    assert fit.accept(np.array([3.0, 1.0, 2.0, 0.5]), 0.5).tolist() == [False, True, False, True]
+
+
+def test_nearest_time_control():
+    assert nearest_time_control("10+0.1", "LTC") == "STC"
+    assert nearest_time_control("60+0.6", "STC") == "LTC"
+    assert nearest_time_control("180+1.8", "STC") == "VLTC"
+    assert nearest_time_control(None, "VLTC") == "VLTC"
+
+
+def test_simulated_elo_is_the_true_gain_plus_the_records_noise():
+    """The same draw at two standard errors: the difference is (se2 - se1) Z, exactly."""
+    family = PriorFamily({"inactive_fraction": 0.0}, (FreeNumber("elo_at_stake.median", 1, 10),))
+    values = np.array([[4.0]])
+    runs = []
+    for error in (0.196, 1.96):
+        setting = tune_setting(_record("2020-e", [_test("fixed", elo=0.0, error=error)]), 0, "LTC")
+        runs.append(simulate_tune(setting, family, values, [0, 1, 2], 7, SYNC)[0, :, 0])
+    z = (runs[1] - runs[0]) / (1.0 - 0.1)
+    gain = runs[0] - 0.1 * z
+    assert np.all(np.abs(z) < 6) and np.std(z) > 0
+    assert np.all(gain > 0)  # an SPSA tune of 20,000 games gains on a bowl of 4 Elo at stake
+
+
+def test_simulation_based_calibration_recovers_a_known_median():
+    """Ten tunes drawn at elo_at_stake.median = 3 are fitted back: the true value lies in the
+    accepted draws' range, which is narrower than half the hyper-prior's (log scale)."""
+    family = PriorFamily(
+        {"inactive_fraction": 0.0, "offset": {"scale": 2.0}, "elo_at_stake": {"sigma": 0.2}},
+        (FreeNumber("elo_at_stake.median", 0.3, 30.0, log=True),),
+    )
+    truth, se = 3.0, 0.3
+    records = []
+    for i, params in enumerate((2, 3, 4, 5, 6, 8, 10, 12, 14, 16)):
+        name = f"2020-sbc-{i}"
+        draft = _record(name, [_test("fixed", elo=0.0, error=se * 1.959963984540054)],
+                        params=tuple(Parameter(f"p{j}", 100.0, 100.0) for j in range(params)))  # fmt: skip
+        setting = tune_setting(draft, 0, "LTC")
+        elo = simulate_tune(setting, family, np.array([[truth]]), [1000 + i], 11, SYNC)[0, 0, 0]
+        records.append(_record(name, [_test("fixed", elo=float(elo), error=se * 1.959963984540054)],
+                               params=draft.parameters))  # fmt: skip
+    result = calibrate(
+        records, family, draws=30, accept=0.3, seeds=[0, 1, 2], entropy=11, batch_mode=SYNC,
+        split_year=2022, default_games=20000, default_time_control="LTC",
+    )  # fmt: skip
+    kept = np.log(result.values[result.accepted, 0])
+    assert kept.min() <= math.log(truth) <= kept.max()
+    assert kept.max() - kept.min() < 0.5 * (math.log(30.0) - math.log(0.3))
+    assert result.samples.shape == (10, kept.size * 3, len(STATS))

@@ -1,0 +1,98 @@
+"""The calibration study row: its section's refusals and its dataset and report files."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from spsa_bench.config.loader import resolve
+from spsa_bench.config.records import ConfigError
+from spsa_bench.config.sections.calibration import parse
+
+CONFIG = Path(__file__).resolve().parents[2] / "config" / "calibration.yaml"
+
+
+def _raw() -> dict:
+    return yaml.safe_load(CONFIG.read_text())
+
+
+def test_the_shipped_calibration_config_parses():
+    section = parse(resolve(_raw()))
+    assert section.draws == 32 and len(section.free) == 4
+    assert section.batch_settings["batch_size"] == 36
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda c: c.update({"free": {"interaction": {"low": 0, "high": 1}}}), "not a free key"),
+        (lambda c: c["free"].update({"offset.df": {"low": 1, "high": 2}}), "too many properties"),
+        (lambda c: c["free"].update({"offset.scale": {"low": 2, "high": 1}}), "must be below"),
+        (
+            lambda c: c["free"].update({"plateau.fraction": {"low": 0, "high": 1, "log": True}}),
+            "log range needs low > 0",
+        ),  # fmt: skip
+        (lambda c: c.update({"batch_mode": "nope"}), "calibration.batch_mode"),
+        (lambda c: c["fixed"].update({"plateau": {}}), "no truth prior"),
+    ],
+)
+def test_section_refusals_name_the_key(edit, message):
+    raw = _raw()
+    section = copy.deepcopy(raw["calibration"])
+    edit(section)
+    raw["calibration"] = section
+    with pytest.raises(ConfigError, match=message):
+        parse(resolve(raw))
+
+
+def record(name: str, elo: float, date: str):
+    """A hand-made record: 3 parameters, 4,000 games, one fixed test of Elo ``elo`` +- 1.96."""
+    from spsa_bench.corpus.records import Parameter, Source, Tune, TuneRecord, Verification
+
+    test = Verification("LTC", None, None, "fixed", None, None, 1000, None, None, None, None,
+                        "fixed", elo, 1.959963984540054)  # fmt: skip
+    return TuneRecord(
+        name=name, title=name, date=date, kind="search", sources=(Source("c", "hand", "t"),),
+        tune=Tune("60+0.6", 1, 4000, None, None, None, None),
+        parameters=tuple(Parameter(f"p{i}", 100.0, 100.0) for i in range(3)),
+        verification=(test,), provenance={}, block=None,
+    )  # fmt: skip
+
+
+def test_dataset_and_report_files(tmp_path):
+    """A tiny calibration of hand-made records (one fit, one held-out tune) written as
+    the row's five files; the table's coverage matches the dataset's."""
+    from spsa_bench.analysis.calibration import calibration_table, coverage_table
+    from spsa_bench.calibration.prior import PriorFamily
+    from spsa_bench.calibration.run import calibrate
+    from spsa_bench.studies import STUDIES
+    from spsa_bench.studies.calibration import calibration_dataset
+
+    raw = _raw()
+    raw["calibration"]["draws"] = 4
+    raw["calibration"]["free"] = {"elo_at_stake.median": {"low": 1, "high": 5}}
+    raw["calibration"]["fixed"] = {"inactive_fraction": 0.0}
+    config = resolve(raw)
+    section = parse(config)
+    family = PriorFamily.of_section(section)
+    records = [record("2020-fit", 2.0, "2020-01-01"), record("2023-new", 1.0, "2023-01-01")]
+    result = calibrate(
+        records, family, draws=4, accept=0.5, seeds=[0, 1], entropy=config.entropy,
+        batch_mode=section.batch_settings, split_year=2022, default_games=4000,
+        default_time_control="LTC",
+    )  # fmt: skip
+    ds = calibration_dataset(config, section, family, result, [0, 1], "digest")
+    assert list(ds["split"].values) == ["fit", "held-out"]
+    assert int(ds["accepted"].sum()) == 2 and ds.sizes["sample"] == 4
+    row = STUDIES["calibration"]
+    paths = row.write(ds, [tmp_path / o.file for o in row.outputs])
+    assert all(p.exists() and p.stat().st_size > 0 for p in paths)
+    table = calibration_table(ds)
+    cover = coverage_table(table)
+    expected = np.nanmean(ds["inside"].values[:, 0])
+    assert cover["covered"].sum() / cover["tunes"].sum() == pytest.approx(expected)
+    assert "Calibration of the truth prior" in paths[2].read_text()
