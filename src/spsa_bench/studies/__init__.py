@@ -8,12 +8,13 @@ its runs feed the grid's tables (``spsa-bench tune``, rules tuning_runs and tune
 
 from __future__ import annotations
 
-from spsa_bench.studies import budget, cend, frameworks, workers
+from spsa_bench.studies import budget, calibration, cend, frameworks, workers
 from spsa_bench.studies.base import Output, Scope, Study
 
 #: Every study, in the order of the command line's help.
 STUDIES: dict[str, Study] = {
-    row.key: row for row in (cend.STUDY, workers.STUDY, budget.STUDY, frameworks.STUDY)
+    row.key: row
+    for row in (cend.STUDY, workers.STUDY, budget.STUDY, frameworks.STUDY, calibration.STUDY)
 }
 
 __all__ = ["STUDIES", "Output", "Scope", "Study"]

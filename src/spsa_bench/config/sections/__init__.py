@@ -16,9 +16,10 @@ from collections.abc import Callable
 from typing import Any
 
 from spsa_bench.config.records import Config
-from spsa_bench.config.sections import budget, cend, frameworks, tuning, workers
+from spsa_bench.config.sections import budget, calibration, cend, frameworks, tuning, workers
 from spsa_bench.config.sections.schemas import (
     BUDGET_STUDY,
+    CALIBRATION,
     CEND_STUDY,
     FRAMEWORK_STUDY,
     TUNING,
@@ -42,6 +43,7 @@ SECTIONS: dict[str, Section] = {
         Section(budget.KEY, BUDGET_STUDY, budget.parse),
         Section(tuning.KEY, TUNING, tuning.parse),
         Section(frameworks.KEY, FRAMEWORK_STUDY, frameworks.parse),
+        Section(calibration.KEY, CALIBRATION, calibration.parse),
     )
 }
 SECTION_KEYS = tuple(SECTIONS)

@@ -228,3 +228,53 @@ FRAMEWORK_STUDY = _object(
     },
     required=("scenario", "batch_mode", "c_end", "fishtest"),
 )
+
+
+def _free_range(description: str) -> dict:
+    return _object(
+        description,
+        {
+            "low": _num("lower end of the range"),
+            "high": _num("upper end of the range"),
+            "log": {"type": "boolean", "description": "log-uniform (default false)"},
+        },
+        required=("low", "high"),
+    )
+
+
+#: The calibration (spsa_bench.studies.calibration): optional, off when absent.
+CALIBRATION = _object(
+    "The calibration of the tune-scenario truth prior to the corpus of real tunes by "
+    "simulation: rejection ABC fitted before split_year, coverage after it "
+    "(docs/calibration.md)",
+    {
+        "batch_mode": {
+            "type": "string",
+            "pattern": NAME_PATTERN,
+            "description": "a batch mode of this config every simulated tune plays",
+        },
+        "split_year": _int("fit on tunes dated before this year (default 2022)", minimum=2000),
+        "draws": _int("hyper-prior draws (default 32)", minimum=2, maximum=100000),
+        "accept": _num(
+            "share of the draws accepted, the closest (default 0.25)", exclusiveMinimum=0, maximum=1
+        ),  # fmt: skip
+        "default_games": _int(
+            "games of a tune whose budget is unknown (default 100000)",
+            minimum=1000,
+            maximum=3200000,
+        ),
+        "default_time_control": {
+            "enum": ["STC", "LTC", "VLTC"],
+            "description": "noise of a tune whose time control is unknown (default LTC)",
+        },
+        "fixed": {"type": "object", "description": "the fixed part of the truth mapping"},
+        "free": {
+            "type": "object",
+            "minProperties": 1,
+            "maxProperties": 4,
+            "additionalProperties": _free_range("the hyper-prior range of one free truth key"),
+            "description": "1 to 4 dotted truth keys (e.g. elo_at_stake.median) and ranges",
+        },
+    },
+    required=("batch_mode", "free"),
+)
