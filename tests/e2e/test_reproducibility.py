@@ -9,6 +9,8 @@ distinct run (seeds per job, cores) is made once per module and shared:
   (run files, schedules, ``benchmark.nc``);
 * splitting the seeds into jobs of 1, 2 or all 4 gives the same ``benchmark.nc``;
 * every file carries its provenance (resolved configuration, versions, git revision);
+* by default the run files are deleted once combined (temp files), the same
+  ``benchmark.nc`` written; these runs keep them (``keep_run_files: true``) to compare them;
 * a run killed with SIGKILL in the middle of its simulate jobs resumes (after
   ``--unlock``) to the same files, Snakemake re-running the jobs it marked incomplete,
   and no file under its final name is ever partial;
@@ -61,6 +63,7 @@ def small_config(tmp_path_factory) -> Path:
     raw["optimizers"] = {name: {} for name in OPTIMIZERS}
     del raw["cend_study"]  # its tune scenario is not among these
     raw["budget_study"]["scenarios"] = ["mixed"]  # its study file is compared too
+    raw["keep_run_files"] = True  # the run files are compared too (default: deleted)
     path = tmp_path_factory.mktemp("config") / "small.yaml"
     path.write_text(yaml.safe_dump(raw, sort_keys=False))
     return path
@@ -184,12 +187,36 @@ def test_every_file_carries_its_provenance(run, small_config):
     # benchmark.nc records the whole resolved configuration of the run
     raw = yaml.safe_load(small_config.read_text())
     raw["seeds"] = {"first": 0, "count": 4, "per_job": 4}  # the --config override
+    del raw["keep_run_files"]  # a setting of the workflow, recorded nowhere
     with xr.open_dataset(work / TARGET) as ds:
         assert json.loads(ds.attrs["config"]) == json.loads(resolve(raw).to_json())
     # a run file records the settings its cell depends on
     with xr.open_dataset(work / "results/runs/async-variable/mixed/sf-adam/seeds-0-3.nc") as ds:
         cell = json.loads(ds.attrs["config"])
     assert list(cell["optimizers"]) == ["sf-adam"] and cell["num_pairs"] == 600
+
+
+def test_run_files_are_deleted_once_combined_unless_kept(
+    run, small_config, snakemake_env, tmp_path
+):
+    """By default the run files are temp files: combine reads them, then Snakemake deletes
+    them; benchmark.nc is the same as a run that keeps them (keep_run_files: true)."""
+    kept = run(4, 2)
+    raw = yaml.safe_load(small_config.read_text())
+    del raw["keep_run_files"]
+    config = tmp_path / "default.yaml"
+    config.write_text(yaml.safe_dump(raw, sort_keys=False))
+    work = tmp_path / "work"
+    work.mkdir()
+    snakemake(snakemake_env, work, config, "--cores", "2", "--quiet", "--config", seeds(4))
+    assert not list((work / "results" / "runs").rglob("*.nc"))
+    assert len([f for f in netcdf_files(kept) if f.startswith("results/runs/")]) == 6
+    assert_same_data(work / TARGET, kept / TARGET, "benchmark.nc with the run files deleted")
+    with xr.open_dataset(work / TARGET) as ds, xr.open_dataset(kept / TARGET) as other:
+        assert ds.attrs["config"] == other.attrs["config"]  # the key is recorded nowhere
+    # the deleted run files are not missing: Snakemake has nothing to do
+    dry = snakemake(snakemake_env, work, config, "-n", "--config", seeds(4))
+    assert "Nothing to be done" in dry.stdout + dry.stderr
 
 
 # ------------------------------------------------------------------ interruption

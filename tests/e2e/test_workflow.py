@@ -193,7 +193,10 @@ def test_a_configfile_replaces_the_default_config_without_any_flag(env, tmp_path
 def test_tiny_benchmark_end_to_end(env, tmp_path):
     snakefile = str(REPO / "Snakefile")
     base = ["--directory", str(tmp_path), "--snakefile", snakefile, "--replace-workflow-config"]
-    snakemake(env, *base, "--configfile", str(TINY), "--cores", "2", "--quiet", timeout=600)
+    # keep_run_files: the run files are checked below and an edit reruns its cells only
+    # (by default they are temp files, gone once combined: tests/e2e/test_reproducibility.py)
+    keep = ["--config", "keep_run_files=true"]
+    snakemake(env, *base, "--configfile", str(TINY), *keep, "--cores", "2", "--quiet", timeout=600)
     config = yaml.safe_load(TINY.read_text())
     optimizers, modes, scenarios = (
         list(config["optimizers"]),
@@ -282,10 +285,18 @@ def test_tiny_benchmark_end_to_end(env, tmp_path):
     snakemake(env, *base, "--configfile", str(TINY), "--report", str(report))
     text = report.read_text()
     assert report.stat().st_size > 100_000 and "<html" in text[:2000].lower()
+    # every table also as a page the report shows inline, its verdicts included
+    pages = ["convergence", "async", "ranks", "validation_gaps", "cend", "budget_study"]
+    for name in pages:
+        page = (results / "tables" / f"{name}.html").read_text()
+        assert page.startswith("<!DOCTYPE html>") and "<table>" in page, name
+        assert f"tables/{name}.html" in text, name
+    assert "NOT RANKED" in (results / "tables" / "ranks.html").read_text()
 
     # editing one arm re-runs that arm's simulations (and the aggregation) only
     edited = yaml.safe_load(TINY.read_text())
     edited["optimizers"]["sf-sgd"] = {"lr": 0.02}
+    edited["keep_run_files"] = True
     edited_path = tmp_path / "edited.yaml"
     edited_path.write_text(yaml.safe_dump(edited))
     dry = snakemake(env, *base, "--configfile", str(edited_path), "-n")

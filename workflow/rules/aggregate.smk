@@ -32,14 +32,14 @@ rule tables:
             "results/tables/convergence.csv",
             caption="../report/convergence_table.rst",
             category="Tables",
-            labels={"table": "convergence"},
+            labels={"table": "convergence", "format": "CSV"},
         ),
         convergence_md="results/tables/convergence.md",
         kpis=report(
             "results/tables/async.csv",
             caption="../report/async_table.rst",
             category="Tables",
-            labels={"table": "asynchronous KPIs"},
+            labels={"table": "asynchronous KPIs", "format": "CSV"},
         ),
         kpis_md="results/tables/async.md",
     log:
@@ -96,7 +96,7 @@ rule tuned:
             "results/tables/tuned.csv",
             caption="../report/tuned.rst",
             category="Tables",
-            labels={"table": "tuned settings"},
+            labels={"table": "tuned settings", "format": "CSV"},
         ),
         md="results/tables/tuned.md",
     log:
@@ -111,3 +111,39 @@ rule tuned:
         runtime=per_job(res.report_runtime),
     script:
         "../scripts/tuned.py"
+
+
+# The tables as pages of the report (its panel shows an HTML result inline; a CSV or
+# Markdown one only as a download): one job for every table of table_pages(), after
+# the last of them (a study's, at the end of the run). Each page is the table's
+# Markdown form, verdicts included, or its CSV when it has none.
+
+
+rule table_pages:
+    input:
+        **{name: source for name, (source, _, _) in table_pages().items()},
+    output:
+        **{
+            name: report(
+                f"results/tables/{name}.html",
+                caption=f"../report/{caption}",
+                category="Tables",
+                labels={"table": label, "format": "page"},
+            )
+            for name, (_, caption, label) in table_pages().items()
+        },
+    log:
+        "results/logs/table_pages.log",
+    benchmark:
+        "results/benchmarks/table_pages.tsv"
+    conda:
+        ENV
+    threads: 1
+    # reads and writes a few small text files: the interpreter and the job's overhead
+    resources:
+        mem_mb=JOB_OVERHEAD_MB + 100,
+        runtime=5,
+    params:
+        titles={name: label for name, (_, _, label) in table_pages().items()},
+    script:
+        "../scripts/table_pages.py"

@@ -56,6 +56,9 @@ except ConfigError as error:
 # Nested `--config` values arrive as strings (YAML base loader): restore numbers.
 for _key, _value in grid.coerce_strings(config).items():
     config[_key] = _value
+# ... and `--config keep_run_files=true` (a string) the boolean the schema asks for.
+if str(config.get("keep_run_files")).lower() in ("true", "false"):
+    config["keep_run_files"] = str(config["keep_run_files"]).lower() == "true"
 
 # 1. The JSON Schema (one schema, shared with the package; it knows the built-in
 # optimizer kinds). A config it rejects is checked again against the schema built
@@ -70,6 +73,10 @@ except WorkflowError:
         raise WorkflowError(f"invalid configuration: {error}") from None
     if not REGISTRY.plugins():
         raise
+# keep_run_files (docs/benchmark.md, "Disk space") is a setting of the workflow, not of
+# any result: taken out before the configuration is resolved, so no job's rerun trigger
+# and no recorded configuration (benchmark.nc's `config`) sees it.
+KEEP_RUN_FILES = config.pop("keep_run_files", False)
 # 2. ... then the semantic checks no schema can express.
 try:
     # relative fishtest_params_file paths: from the config file's directory
@@ -131,6 +138,12 @@ def _cells(arms, wildcards):
             for arm in arms
         }
     )
+
+
+def run_file(path):
+    """A run file's output: temp() (deleted once combine, its one consumer, has written
+    benchmark.nc) unless the configuration keeps the run files."""
+    return path if KEEP_RUN_FILES else temp(path)
 
 
 def get_cell_settings(wildcards):
@@ -239,6 +252,35 @@ def get_validation_files(wildcards=None):
     ]
 
 
+def table_pages():
+    """The tables the report shows as pages (the table_pages rule): ``{name: (source,
+    caption, label)}``, each written to ``results/tables/<name>.html`` from its Markdown
+    form (the verdicts included) or, without one, its CSV; caption and label are the
+    CSV's, which the report keeps beside the page as a download."""
+    pages = {
+        "convergence": ("convergence.md", "convergence_table.rst", "convergence"),
+        "async": ("async.md", "async_table.rst", "asynchronous KPIs"),
+        "ranks": ("ranks.md", "rank_table.rst", "ranks"),
+    }
+    if TUNING is not None:
+        pages["tuned"] = ("tuned.md", "tuned.rst", "tuned settings")
+    if VALIDATED:
+        pages["validation_gaps"] = (
+            "validation_gaps.csv",
+            "validation_gaps.rst",
+            "validation gaps",
+        )
+    pages = {
+        name: (f"results/tables/{source}", caption, label)
+        for name, (source, caption, label) in pages.items()
+    }
+    for key in STUDY_SETTINGS:
+        outputs = {output.name: output for output in STUDIES[key].outputs}
+        csv, md = outputs["csv"], outputs["md"]
+        pages[Path(csv.path).stem] = (md.path, csv.caption, csv.labels["table"])
+    return pages
+
+
 def get_final_outputs():
     outputs = [
         "results/benchmark.nc",
@@ -272,6 +314,7 @@ def get_final_outputs():
     for key in STUDY_SETTINGS:
         outputs += [output.path for output in STUDIES[key].outputs]
     outputs += ["results/findings.md", "results/findings.html"]
+    outputs += [f"results/tables/{name}.html" for name in table_pages()]
     return outputs
 
 
@@ -283,7 +326,10 @@ def get_tuning_file(wildcards):
 
 def get_tuning_settings():
     """The tuning rule's rerun trigger: the grid and the tuning section (the tuning runs
-    depend on every swept arm, scenario and batch mode, not on the studies)."""
+    depend on every swept arm, scenario and batch mode, not on the studies); none without
+    a tuning section, where the rule is not run."""
+    if TUNING is None:
+        return None
     return grid.to_json(grid.tuning_trigger(BENCH))
 
 

@@ -140,7 +140,7 @@ rule ranking:
             "results/tables/ranks.csv",
             caption="../report/rank_table.rst",
             category="Tables",
-            labels={"table": "ranks"},
+            labels={"table": "ranks", "format": "CSV"},
         ),
         ranks_md="results/tables/ranks.md",
         profile_csv="results/tables/performance_profile.csv",

@@ -2,6 +2,8 @@
 # that the arms of one hyperparameter sweep share a job (rule simulate_sweep_<name>):
 # a sweep's arms differ in one number, and one process for all of them pays the
 # Python start-up and reads the schedule once instead of once per arm.
+# The run files are temp() (common.smk, run_file): Snakemake deletes them once combine
+# has written results/benchmark.nc, unless the configuration sets keep_run_files: true.
 
 
 rule schedule:
@@ -29,7 +31,9 @@ rule simulate:
     input:
         schedule=get_schedule,
     output:
-        run="results/runs/{batch_mode}/{scenario}/{optimizer}/seeds-{a}-{b}.nc",
+        run=run_file(
+            "results/runs/{batch_mode}/{scenario}/{optimizer}/seeds-{a}-{b}.nc"
+        ),
     log:
         "results/logs/simulate/{batch_mode}/{scenario}/{optimizer}/seeds-{a}-{b}.log",
     benchmark:
@@ -59,7 +63,9 @@ for _sweep, _arms in SWEEP_ARMS.items():
             schedule=get_schedule,
         output:
             runs=[
-                f"results/runs/{{batch_mode}}/{{scenario}}/{arm}/seeds-{{a}}-{{b}}.nc"
+                run_file(
+                    f"results/runs/{{batch_mode}}/{{scenario}}/{arm}/seeds-{{a}}-{{b}}.nc"
+                )
                 for arm in _arms
             ],
         log:

@@ -7,14 +7,18 @@
 
 
 def study_report(output, caption_dir="../report"):
-    """A study's output path, wrapped in report() when the report shows it."""
+    """A study's output path, wrapped in report() when the report shows it (a table as
+    its CSV to download, beside its page from rule table_pages)."""
     if output.caption is None:
         return output.path
+    labels = output.labels
+    if output.path.endswith(".csv"):
+        labels = {**labels, "format": "CSV"}
     return report(
         output.path,
         caption=f"{caption_dir}/{output.caption}",
         category=output.category,
-        labels=output.labels,
+        labels=labels,
     )
 
 

@@ -46,7 +46,7 @@ rule validation_gaps:
             "results/tables/validation_gaps.csv",
             caption="../report/validation_gaps.rst",
             category="Tables",
-            labels={"table": "validation gaps"},
+            labels={"table": "validation gaps", "format": "CSV"},
         ),
     log:
         "results/logs/validation_gaps.log",

@@ -4,11 +4,14 @@ an HTML result inline, a Markdown one only as a download).
 :func:`markdown_html` renders the subset the workflow's Markdown outputs use: ``#``
 headings, paragraphs, ``-`` lists, pipe tables (a header row, a ``|---|`` rule, rows),
 and inline ``**bold**``, ``*emphasis*`` and ```code```; everything else is escaped text.
+:func:`csv_html` shows a CSV table (every row and column, cells as written) the same way.
 """
 
 from __future__ import annotations
 
+import csv
 import html
+import io
 import re
 
 STYLE = (
@@ -16,6 +19,9 @@ STYLE = (
     "table{border-collapse:collapse;font-size:90%}td,th{border:1px solid #bbb;padding:2px 6px}"
     "code{background:#f2f2f2;padding:0 2px}"
 )
+#: A table page's style: :data:`STYLE` without the text column's width limit (a wide
+#: table scrolls sideways in the report's panel instead of squeezing its columns).
+TABLE_STYLE = STYLE + "body{max-width:none;margin:1em}td{white-space:nowrap}"
 
 
 def _inline(text: str) -> str:
@@ -56,7 +62,14 @@ def _blocks(text: str) -> list[list[str]]:
     return [*blocks, current] if current else blocks
 
 
-def markdown_html(text: str, title: str) -> str:
+def _page(title: str, body: list[str], style: str) -> str:
+    return (
+        f'<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
+        f"<style>{style}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n"
+    )
+
+
+def markdown_html(text: str, title: str, style: str = STYLE) -> str:
     """``text`` (Markdown of the subset above) as a self-contained HTML page."""
     body = []
     for block in _blocks(text):
@@ -78,7 +91,21 @@ def markdown_html(text: str, title: str) -> str:
             body.append("<ul>" + "".join(f"<li>{_inline(i)}</li>" for i in items) + "</ul>")
         else:
             body.append(f"<p>{_inline(' '.join(line.strip() for line in block))}</p>")
-    return (
-        f'<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
-        f"<style>{STYLE}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n"
-    )
+    return _page(title, body, style)
+
+
+def csv_html(text: str, title: str, intro: str = "", style: str = TABLE_STYLE) -> str:
+    """``text`` (a CSV table with a header row) as a self-contained HTML page: ``title``
+    as its heading, ``intro`` as a paragraph, then every row, each cell escaped as written."""
+    rows = list(csv.reader(io.StringIO(text)))
+    body = [f"<h1>{html.escape(title)}</h1>"]
+    if intro:
+        body.append(f"<p>{html.escape(intro)}</p>")
+    if rows:
+        head, rest = rows[0], rows[1:]
+        table = ["<table>", "<tr>" + "".join(f"<th>{html.escape(c)}</th>" for c in head) + "</tr>"]
+        table += [
+            "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rest
+        ]
+        body.append("\n".join([*table, "</table>"]))
+    return _page(title, body, style)

@@ -94,6 +94,12 @@ def build_schema(rows: Mapping[str, OptimizerSpec] | None = None) -> dict:
                 maximum=100001,
             ),
             **RUN_CONVENTIONS,
+            "keep_run_files": {
+                "type": "boolean",
+                "description": "workflow only: keep the run files (results/runs/) once combine "
+                "has written benchmark.nc (default false: deleted then, as Snakemake temp "
+                "files); no simulation depends on it",
+            },
             **{key: section.schema for key, section in SECTIONS.items()},
             "seeds": _object(
                 "the seeds to run",
