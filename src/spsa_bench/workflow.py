@@ -22,6 +22,18 @@ from spsa_bench.optimizers import REGISTRY
 from spsa_bench.optimizers.base import hyper_schema
 from spsa_bench.studies import Study
 
+#: The figures the figure rules draw (each as PNG and SVG), in the report's order.
+FIGURES = (
+    "convergence",
+    "ecdf_pairs_to_target",
+    "final_loss",
+    "paired_difference",
+    "async_staleness",
+    "async_workers",
+    "performance_profile",
+    "aggregated_ecdf",
+)
+
 #: Top-level keys every simulation depends on.
 RUN_KEYS = ("num_pairs", "checkpoints", "signal", "iteration_counter", "entropy")
 
@@ -282,3 +294,45 @@ def done_message(results: str = "results") -> str:
         lines.append(f"  what the run found: {findings}")
     lines.append(f"  the report: snakemake --report {results}/report.html")
     return "\n".join(lines)
+
+
+def table_pages(config: Config, studies, validated: bool) -> dict[str, tuple[str, str, str]]:
+    """The tables the report shows as pages (rule table_pages): ``{name: (source,
+    caption, label)}``, each written to ``results/tables/<name>.html`` from its Markdown
+    form (the verdicts included) or, without one, its CSV; caption and label are the
+    CSV's, which the report keeps beside the page as a download. ``studies`` are the
+    keys of the configuration's study rows."""
+    from spsa_bench.studies import STUDIES
+
+    pages = {
+        "convergence": ("convergence.md", "convergence_table.rst", "convergence"),
+        "async": ("async.md", "async_table.rst", "asynchronous KPIs"),
+        "ranks": ("ranks.md", "rank_table.rst", "ranks"),
+    }
+    if config.resolved.get("tuning") is not None:
+        pages["tuned"] = ("tuned.md", "tuned.rst", "tuned settings")
+    if validated:
+        pages["validation_gaps"] = ("validation_gaps.csv", "validation_gaps.rst", "validation gaps")
+    pages = {
+        name: (f"results/tables/{source}", caption, label)
+        for name, (source, caption, label) in pages.items()
+    }
+    for key in studies:
+        outputs = {output.name: output for output in STUDIES[key].outputs}
+        csv, md = outputs["csv"], outputs["md"]
+        pages[csv.path.rsplit("/", 1)[-1].removesuffix(".csv")] = (
+            md.path,
+            csv.caption,
+            csv.labels["table"],
+        )
+    return pages
+
+
+def noise_settings(config: Config) -> list:
+    """The noise models the noise figure shows: vendored, the presets, then every other
+    setting the configuration's scenarios use (each once, in order)."""
+    settings = ["vendored", "STC", "LTC", "VLTC"]
+    for scenario in config.scenarios.values():
+        if scenario["noise"] not in settings:
+            settings.append(scenario["noise"])
+    return settings

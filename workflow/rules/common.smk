@@ -171,12 +171,9 @@ def get_schedule(wildcards):
     return []
 
 
-# Priorities: tuning_runs (priority 10, one long job) starts first and the
-# simulations (priority 0) share the other cores with it. validate_optimizers and the
-# studies (priority -10), which need no run file either, start only when no
-# simulation is ready, so on a few cores they fill the cores `combine` (one job, which
-# waits for every run) leaves idle instead of delaying it; on a cluster every ready
-# job is submitted anyway.
+# Priorities: tuning_runs (10, one long job) starts first, the simulations (0) share
+# the other cores; validate_optimizers and the studies (-10), which need no run file,
+# fill the cores `combine` (waiting for every run) leaves idle; a cluster submits all.
 
 # Resources (threads: 1 everywhere; every script is single-threaded numpy): mem_mb and
 # runtime (minutes) are what a cluster job is given, so they cover the script AND what
@@ -232,17 +229,6 @@ def grid_order():
 
 # ---------------------------------------------------------------- outputs
 
-FIGURES = [
-    "convergence",
-    "ecdf_pairs_to_target",
-    "final_loss",
-    "paired_difference",
-    "async_staleness",
-    "async_workers",
-    "performance_profile",
-    "aggregated_ecdf",
-]
-
 
 def get_validation_files(wildcards=None):
     return [
@@ -253,32 +239,8 @@ def get_validation_files(wildcards=None):
 
 
 def table_pages():
-    """The tables the report shows as pages (the table_pages rule): ``{name: (source,
-    caption, label)}``, each written to ``results/tables/<name>.html`` from its Markdown
-    form (the verdicts included) or, without one, its CSV; caption and label are the
-    CSV's, which the report keeps beside the page as a download."""
-    pages = {
-        "convergence": ("convergence.md", "convergence_table.rst", "convergence"),
-        "async": ("async.md", "async_table.rst", "asynchronous KPIs"),
-        "ranks": ("ranks.md", "rank_table.rst", "ranks"),
-    }
-    if TUNING is not None:
-        pages["tuned"] = ("tuned.md", "tuned.rst", "tuned settings")
-    if VALIDATED:
-        pages["validation_gaps"] = (
-            "validation_gaps.csv",
-            "validation_gaps.rst",
-            "validation gaps",
-        )
-    pages = {
-        name: (f"results/tables/{source}", caption, label)
-        for name, (source, caption, label) in pages.items()
-    }
-    for key in STUDY_SETTINGS:
-        outputs = {output.name: output for output in STUDIES[key].outputs}
-        csv, md = outputs["csv"], outputs["md"]
-        pages[Path(csv.path).stem] = (md.path, csv.caption, csv.labels["table"])
-    return pages
+    """The tables the report shows as pages: ``{name: (source, caption, label)}``."""
+    return grid.table_pages(BENCH, STUDY_SETTINGS, bool(VALIDATED))
 
 
 def get_final_outputs():
@@ -295,7 +257,9 @@ def get_final_outputs():
     if VALIDATED:
         outputs.append("results/tables/validation_gaps.csv")
     outputs += [
-        f"results/figures/{name}.{ext}" for name in FIGURES for ext in ("png", "svg")
+        f"results/figures/{name}.{ext}"
+        for name in grid.FIGURES
+        for ext in ("png", "svg")
     ]
     outputs += get_validation_files()
     outputs += ["results/figures/noise_models.png", "results/figures/noise_models.svg"]
@@ -325,19 +289,9 @@ def get_tuning_file(wildcards):
 
 
 def get_tuning_settings():
-    """The tuning rule's rerun trigger: the grid and the tuning section (the tuning runs
-    depend on every swept arm, scenario and batch mode, not on the studies); none without
-    a tuning section, where the rule is not run."""
-    if TUNING is None:
-        return None
-    return grid.to_json(grid.tuning_trigger(BENCH))
+    """The tuning rule's rerun trigger (none without a tuning section)."""
+    return None if TUNING is None else grid.to_json(grid.tuning_trigger(BENCH))
 
 
 def get_noise_settings():
-    """The noise models the figure shows: vendored, the presets, then every other
-    setting the configuration's scenarios use (each once, in order)."""
-    settings = ["vendored", "STC", "LTC", "VLTC"]
-    for scenario in BENCH.scenarios.values():
-        if scenario["noise"] not in settings:
-            settings.append(scenario["noise"])
-    return settings
+    return grid.noise_settings(BENCH)
