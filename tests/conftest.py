@@ -56,6 +56,9 @@ def small_config_dict(num_pairs: int = 2000) -> dict:
     raw["checkpoints"] = 21
     raw["optimizers"] = hand_set_arms(raw["optimizers"])
     del raw["tuning"]  # it needs a swept arm
+    # the framework study names the default's tune scenario and batch mode, which many
+    # tests narrow away; tests/studies/test_framework_study.py adds its own section
+    raw.pop("framework_study", None)
     # spsa-cwd left the default grid (lambda_cwd 0 equals spsa); the tests keep a decaying arm
     raw["optimizers"]["spsa-cwd"] = {"lambda_cwd": 0.5}
     return raw
