@@ -122,7 +122,12 @@ AF = ("batch_modes", "async-fixed")
 
 BAD = [
     # unknown names
-    Bad("unknown-optimizer-flag", None, ("unknown optimizer 'newton'",), ("--optimizer", "newton")),
+    Bad(
+        "unknown-optimizer-flag",
+        None,
+        ("--optimizer = 'newton'", "not an arm, sweep or optimizer kind"),
+        ("--optimizer", "newton"),
+    ),
     Bad("unknown-batch-mode-flag", None, ("unknown batch mode 'warp'",), ("--batch-mode", "warp")),
     Bad("unknown-scenario-flag", None, ("unknown scenario 'moon'",), ("--scenario", "moon")),
     Bad(
