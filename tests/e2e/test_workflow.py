@@ -151,8 +151,9 @@ def test_full_grid_and_nested_overrides(env, tmp_path):
     assert {rule: counts[rule] for rule in expected} == {
         rule: 2 * n for rule, n in expected.items()
     }
-    # two unswept arms and nine sweeps, in 3 batch modes x 5 scenarios
-    assert expected["simulate"] == 2 * 3 * 5 and len(expected) == 1 + 9
+    # four unswept arms (spsa, Autoselect, OpenBench's SPSA, 2SPSA) and nine sweeps,
+    # in 3 batch modes x 5 scenarios
+    assert expected["simulate"] == 4 * 3 * 5 and len(expected) == 1 + 9
     assert counts["schedule"] == 2 * 2  # two asynchronous modes x two seed chunks
     assert counts["validate_optimizers"] == 1
     ademamix = "results/runs/async-fixed/mixed/ademamix-lr-0p01/seeds-50-99.nc"
@@ -361,8 +362,9 @@ def test_the_tuned_rule_chooses_on_tuning_seeds_and_reports_on_the_test_seeds(en
         raw["scenarios"]
     )
     snakemake(env, *base, "--replace-workflow-config", "--configfile", str(config),
-              "--cores", "2", "--quiet", timeout=600)  # fmt: skip
-    # ... and write each arm's run exactly as a run of that arm alone
+              "--cores", "2", "--quiet", "--config", "keep_run_files=true",
+              timeout=600)  # fmt: skip
+    # ... and write each arm's run exactly as a run of that arm alone (kept to read it)
     scenario = next(iter(raw["scenarios"]))
     bench = resolve(raw)
     alone = simulate(
