@@ -281,6 +281,8 @@ def variant(tmp_path_factory) -> Path:
     config["optimizers"] = {name: {} for name in OPTIMIZERS}
     config["baseline"] = OPTIMIZERS[0]
     config = without_studies(config)  # the studies name scenarios and arms not among these
+    # the interrupted run is checked file by file, run files included: keep them
+    config["keep_run_files"] = True
     path = tmp_path_factory.mktemp("config") / "variant.yaml"
     path.write_text(yaml.safe_dump(config, sort_keys=False))
     return path
