@@ -20,7 +20,7 @@ import pandas as pd  # noqa: E402
 
 from spsa_bench.analysis import figures  # noqa: E402
 from spsa_bench.analysis.tuning import select_comparison  # noqa: E402
-from spsa_bench.results.combine import open_benchmark, open_schedules  # noqa: E402
+from spsa_bench.results.combine import open_benchmark_or_exit, open_schedules  # noqa: E402
 
 out, params = snakemake.output, snakemake.params
 drawn = {}
@@ -29,13 +29,15 @@ tuning = snakemake.input.get("tuning")
 # lazily: the figures read the trajectories one cell at a time (or the final slice only)
 if snakemake.rule == "convergence_figures":
     ds = select_comparison(
-        open_benchmark(snakemake.input.benchmark, ["elo_loss"], lazy=True), tuning
+        open_benchmark_or_exit("figures", snakemake.input.benchmark, ["elo_loss"], lazy=True),
+        tuning,
     )
     drawn["convergence"] = figures.convergence(ds)
     drawn["ecdf"] = figures.ecdf_pairs_to_target(ds, params.targets)
 elif snakemake.rule == "comparison_figures":
     ds = select_comparison(
-        open_benchmark(snakemake.input.benchmark, ["elo_loss"], lazy=True), tuning
+        open_benchmark_or_exit("figures", snakemake.input.benchmark, ["elo_loss"], lazy=True),
+        tuning,
     )
     drawn["final_loss"] = figures.final_loss(ds)
     order = [str(v) for v in ds["optimizer"].values]

@@ -16,11 +16,11 @@ import numpy as np  # noqa: E402
 from spsa_bench.analysis import figures, ranking, relaxation  # noqa: E402
 from spsa_bench.analysis.tuning import select_comparison  # noqa: E402
 from spsa_bench.results.atomic import atomic_write  # noqa: E402
-from spsa_bench.results.combine import open_benchmark  # noqa: E402
+from spsa_bench.results.combine import open_benchmark_or_exit  # noqa: E402
 
 out = snakemake.output
 # With a tuning section, each sweep takes part at its robust tuned setting only.
-ds = open_benchmark(snakemake.input.benchmark, ["elo_loss"], lazy=True)
+ds = open_benchmark_or_exit("ranking", snakemake.input.benchmark, ["elo_loss"], lazy=True)
 ds = select_comparison(ds, snakemake.input.get("tuning"))
 # The profile and the ranks read the final losses many times: the last checkpoint in
 # memory; the hits and the relaxation read the trajectories one cell at a time.

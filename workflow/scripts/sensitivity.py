@@ -14,10 +14,12 @@ matplotlib.use("Agg")  # files only, no display: before anything imports pyplot
 from spsa_bench.analysis import figures  # noqa: E402
 from spsa_bench.analysis.sensitivity import sensitivity_figure, sensitivity_table  # noqa: E402
 from spsa_bench.results.atomic import atomic_write  # noqa: E402
-from spsa_bench.results.combine import open_benchmark  # noqa: E402
+from spsa_bench.results.combine import open_benchmark_or_exit  # noqa: E402
 
 out = snakemake.output
-ds = open_benchmark(snakemake.input.benchmark, ["elo_loss"], lazy=True)  # final losses only
+ds = open_benchmark_or_exit(
+    "sensitivity", snakemake.input.benchmark, ["elo_loss"], lazy=True
+)  # final losses only
 sweeps = {
     name: [(arm, dict(swept)) for arm, swept in arms]
     for name, arms in snakemake.params.sweeps.items()

@@ -348,3 +348,18 @@ def open_schedules(paths: Iterable[str | Path], modes: Sequence[str]) -> dict[st
                 fill_value={"job_pairs": 0},
             )
     return merged
+
+
+def open_benchmark_or_exit(
+    job: str, path: str | Path, variables: Sequence[str] | None = None, *, lazy: bool = True
+) -> xr.Dataset:
+    """:func:`open_benchmark` for a workflow script: a file it refuses (truncated, not a
+    benchmark, hostile labels or attributes) ends the job with one line on stderr,
+    ``JOB: <the refusal, naming the file>``, and exit status 2, not a traceback."""
+    import sys
+
+    try:
+        return open_benchmark(path, variables, lazy=lazy)
+    except ValueError as error:
+        print(f"{job}: {' '.join(str(error).split())}", file=sys.stderr)
+        raise SystemExit(2) from None
