@@ -5,9 +5,10 @@ one line naming the file (and the variable or field), exit 2 where a command or 
 workflow script refuses, and nothing written or changed (names, sizes, modification
 times and bytes of the directory before and after).
 
-The run files, schedules and ``benchmark.nc`` are copies from the finished tiny
-workflow run at ``/work/base_results_test`` (skipped when it is absent), corrupted in
-a temporary directory."""
+The run files, a schedule and ``benchmark.nc`` are made once per session as the tiny
+workflow makes them (``.test/config/config.yaml``, seeds 0-3: every arm on the sync
+cells of :data:`CELLS`, the async-fixed schedule, their combine) and copied into a
+temporary directory to be corrupted."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -28,10 +30,49 @@ from spsa_bench.results.combine import open_benchmark
 from spsa_bench.results.stream import stream_benchmark
 
 REPO = Path(__file__).resolve().parents[2]
-BASE = Path("/work/base_results_test")
-pytestmark = pytest.mark.skipif(not (BASE / "benchmark.nc").exists(), reason="no finished run")
 #: The run files combined in these cases: one batch mode, two scenarios, every arm.
 CELLS = ("sync/calibrated", "sync/mixed")
+#: Where :func:`tiny_results` writes the session's files (filled once, read only).
+BASE = Path(tempfile.mkdtemp(prefix="spsa-bench-hostile3-"))
+
+
+@pytest.fixture(scope="module", autouse=True)
+def tiny_results():
+    """``BASE``: the tiny configuration's run files of :data:`CELLS` (every arm, seeds
+    0-3), the async-fixed schedule of seeds 0-3 and the benchmark.nc of those runs,
+    written as the workflow writes them; removed after the module."""
+    import yaml
+
+    from spsa_bench.config.loader import resolve
+    from spsa_bench.engine.simulate import make_schedule, simulate_run
+    from spsa_bench.results.combine import combine_benchmark, write_benchmark
+    from spsa_bench.results.datasets import write_schedule
+    from spsa_bench.workflow import schedule_settings, to_json
+
+    config = resolve(yaml.safe_load((REPO / ".test" / "config" / "config.yaml").read_text()))
+    seeds = range(4)
+    paths = []
+    for cell in CELLS:
+        mode, scenario = cell.split("/")
+        for arm in config.optimizers:
+            path = BASE / "runs" / cell / arm / "seeds-0-3.nc"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            run = simulate_run(
+                config, optimizer=arm, batch_mode=mode, scenario=scenario, seeds=seeds
+            )
+            run.write(path, compress=False)  # as the workflow's simulate job writes it
+            paths.append(path)
+    write_benchmark(combine_benchmark(paths), BASE / "benchmark.nc")
+    mode = config.batch_mode("async-fixed")
+    settings = to_json(schedule_settings(config, "async-fixed"))
+    target = BASE / "schedules" / "async-fixed" / "seeds-0-3.nc"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    write_schedule(
+        make_schedule(config, mode, seeds), target, batch_mode="async-fixed",
+        settings_json=settings,
+    )  # fmt: skip
+    yield BASE
+    shutil.rmtree(BASE, ignore_errors=True)
 
 
 def snapshot(root: Path) -> dict[str, tuple]:
@@ -228,8 +269,9 @@ def test_the_combine_script_refuses_a_corrupt_run_file_in_one_line(tmp_path, run
     """Through the workflow's combine script: exit 2, one log line naming file and variable."""
     victim = runs[5]
     flip_last_chunk(victim, "theta")
-    with xr.open_dataset(BASE / "benchmark.nc") as ds:
-        config = json.loads(ds.attrs["config"])
+    import yaml
+
+    config = yaml.safe_load((REPO / ".test" / "config" / "config.yaml").read_text())
     output = tmp_path / "out" / "benchmark.nc"
     output.parent.mkdir()
     before = snapshot(tmp_path / "runs")
