@@ -16,11 +16,8 @@ from __future__ import annotations
 
 import dataclasses
 
-import numpy as np
-
 from spsa_bench.config.records import Config, ConfigError, OptimizerArm
-from spsa_bench.config.scenarios import scenario_block, scenario_kind
-from spsa_bench.config.sections.fields import known, variant_arm
+from spsa_bench.config.sections.fields import known, single_c_end_block, variant_arm
 
 KEY = "cend_study"
 
@@ -42,13 +39,7 @@ def parse(config: Config) -> CendSection | None:
         return None
     where = KEY
     scenario = raw["scenario"]
-    spec = known(config.scenario, scenario, f"{where}.scenario")
-    if scenario_kind(spec) != "block":
-        raise ConfigError(
-            f"{where}.scenario = {scenario!r}: not a parameter-block scenario "
-            "(give fishtest_params, fishtest_params_file or synthetic_tune)"
-        )
-    block_c_end = _block_c_end(scenario_block(spec).c_end, f"{where}.scenario = {scenario!r}")
+    block_c_end = single_c_end_block(config, scenario, f"{where}.scenario")
     known(config.batch_mode, raw["batch_mode"], f"{where}.batch_mode")
     base = known(config.optimizer, raw["base"], f"{where}.base")
     if "c_scale" not in {field.name for field in dataclasses.fields(base.hyper)}:
@@ -65,12 +56,3 @@ def parse(config: Config) -> CendSection | None:
         arms=tuple(arms),
         block_c_end=block_c_end,
     )
-
-
-def _block_c_end(c_end: np.ndarray, where: str) -> float:
-    if not np.all(c_end == c_end[0]):
-        raise ConfigError(
-            f"{where}: its parameters have different c_end values "
-            f"({float(c_end.min()):g} to {float(c_end.max()):g}); the study needs one"
-        )
-    return float(c_end[0])

@@ -27,6 +27,29 @@ def known(pick: Callable[[str], T], name: str, where: str) -> T:
         raise ConfigError(f"{where}: {error}") from None
 
 
+def single_c_end_block(config: Config, scenario: str, where: str) -> float:
+    """The one c_end of parameter-block scenario ``scenario`` (at key ``where``): refused
+    when the scenario is unknown, not a parameter block, or its parameters' c_end differ
+    (a study that plays c_end through ``c_scale = c_end / the block's`` needs one)."""
+    import numpy as np
+
+    from spsa_bench.config.scenarios import scenario_block, scenario_kind
+
+    spec = known(config.scenario, scenario, where)
+    if scenario_kind(spec) != "block":
+        raise ConfigError(
+            f"{where} = {scenario!r}: not a parameter-block scenario "
+            "(give fishtest_params, fishtest_params_file or synthetic_tune)"
+        )
+    c_end = scenario_block(spec).c_end
+    if not np.all(c_end == c_end[0]):
+        raise ConfigError(
+            f"{where} = {scenario!r}: its parameters have different c_end values "
+            f"({float(c_end.min()):g} to {float(c_end.max()):g}); the study needs one"
+        )
+    return float(c_end[0])
+
+
 def refuse_sweeps(where: str, settings: dict) -> None:
     """A study that does not tune takes one value per hyperparameter: a list or a
     ``{log_range: ...}`` (a sweep anywhere else) is refused, naming the key."""

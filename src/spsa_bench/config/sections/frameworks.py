@@ -21,9 +21,7 @@ from __future__ import annotations
 import dataclasses
 
 from spsa_bench.config.records import Config, ConfigError, OptimizerArm
-from spsa_bench.config.scenarios import scenario_block, scenario_kind
-from spsa_bench.config.sections.cend import _block_c_end
-from spsa_bench.config.sections.fields import known, study_arm
+from spsa_bench.config.sections.fields import known, single_c_end_block, study_arm
 
 KEY = "framework_study"
 
@@ -64,13 +62,7 @@ def parse(config: Config) -> FrameworkSection | None:
         return None
     where = KEY
     scenario = raw["scenario"]
-    spec = known(config.scenario, scenario, f"{where}.scenario")
-    if scenario_kind(spec) != "block":
-        raise ConfigError(
-            f"{where}.scenario = {scenario!r}: not a parameter-block scenario "
-            "(give fishtest_params, fishtest_params_file or synthetic_tune)"
-        )
-    block_c_end = _block_c_end(scenario_block(spec).c_end, f"{where}.scenario = {scenario!r}")
+    block_c_end = single_c_end_block(config, scenario, f"{where}.scenario")
     known(config.batch_mode, raw["batch_mode"], f"{where}.batch_mode")
     fishtest = _fishtest_arm(config, raw["fishtest"], f"{where}.fishtest")
     if fishtest.kind != "spsa":
