@@ -138,6 +138,21 @@ class Study:
         return self.write(ds, outputs)
 
 
+#: The per-(arm, c_end, seed) variables of the studies that play a block at several
+#: c_end (c_end and framework studies): name -> (long_name, units).
+PROBE_VARIABLES = {
+    "final_elo_loss": ("true Elo loss at the end of the budget", "Elo"),
+    "probe_equal_fraction": (
+        "share of jobs x integer parameters where both engines played the same integer",
+        "1",
+    ),
+    "probe_swapped_fraction": (
+        "share of jobs x integer parameters played in the opposite order to the flip",
+        "1",
+    ),
+}
+
+
 def start_gap(problem, n_seeds: int) -> np.ndarray:
     """The true Elo loss at the start of each seed's instance, ``(seed,)``."""
     return problem.bowl.elo_loss(np.tile(problem.view.theta_start, (n_seeds, 1)))

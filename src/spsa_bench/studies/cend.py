@@ -36,7 +36,7 @@ import numpy as np
 
 from spsa_bench.config.records import Config
 from spsa_bench.config.sections.cend import CendSection
-from spsa_bench.studies.base import Output, Scope, Study, start_gap, study_dataset
+from spsa_bench.studies.base import PROBE_VARIABLES, Output, Scope, Study, start_gap, study_dataset
 
 if TYPE_CHECKING:
     import xarray as xr
@@ -55,7 +55,7 @@ def run_cend_study(
     setup = prepare(config, study.scenario, config.batch_mode(study.batch_mode), seeds)
     problem = setup.problem
     shape = (len(study.arms), len(study.c_end), seeds.size)
-    results = {name: np.full(shape, np.nan) for name in _STUDY_VARIABLES}
+    results = {name: np.full(shape, np.nan) for name in PROBE_VARIABLES}
     gap = start_gap(problem, seeds.size)
     for a, arm in enumerate(study.arms):
         for c, c_end in enumerate(study.c_end):
@@ -69,23 +69,10 @@ def run_cend_study(
     return _study_dataset(config, study, seeds, results, gap, setup.rounding, setup.noise.name)
 
 
-_STUDY_VARIABLES = {
-    "final_elo_loss": ("true Elo loss at the end of the budget", "Elo"),
-    "probe_equal_fraction": (
-        "share of jobs x integer parameters where both engines played the same integer",
-        "1",
-    ),
-    "probe_swapped_fraction": (
-        "share of jobs x integer parameters played in the opposite order to the flip",
-        "1",
-    ),
-}
-
-
 def _study_dataset(config, study, seeds, results, start_gap, rounding, noise_name) -> xr.Dataset:
     data_vars = {
         name: (("arm", "c_end", "seed"), results[name], {"long_name": long, "units": units})
-        for name, (long, units) in _STUDY_VARIABLES.items()
+        for name, (long, units) in PROBE_VARIABLES.items()
     }
     data_vars["start_elo_gap"] = (
         ("seed",),
