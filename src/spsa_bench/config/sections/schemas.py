@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import copy
+
+from spsa_bench.config.batch_mode_schema import BATCH_MODE
 from spsa_bench.config.limits import MAX_SEED, MAX_SEEDS
 from spsa_bench.config.schema_fragments import NAME_PATTERN, _int, _num, _object
 
@@ -224,6 +227,15 @@ FRAMEWORK_STUDY = _object(
             "type": ["object", "null"],
             "description": "hyperparameters of the spsa-openbench arm (default: OpenBench's "
             "form: A_ratio 0.1, alpha 0.602, gamma 0.101, pairs_per 8, c_floor 0.5)",
+        },
+        "dispatch": {
+            "type": "object",
+            "minProperties": 1,
+            "propertyNames": {"pattern": NAME_PATTERN},
+            "additionalProperties": copy.deepcopy(BATCH_MODE),  # its own copy in the file
+            "description": "optional second panel: the spsa-openbench arm (every OpenBench rule "
+            "on) on each named batch mode, each batch: openbench without pairs_per (the arm's); "
+            "the arm is openbench@<name>, the first mode the panel's reference",
         },
     },
     required=("scenario", "batch_mode", "c_end", "fishtest"),
