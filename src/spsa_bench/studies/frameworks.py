@@ -20,6 +20,17 @@ the truth instances stay those drawn from the block, in units of the block's c_e
 Every arm at one seed shares the instance, the schedule, the flips, the rounding
 uniforms (coupled rounding uses the plus engine's independent uniform) and the match
 draws (common random numbers): the differences to ``fishtest`` are paired.
+
+The section's optional ``dispatch`` adds a second panel (variables ``dispatch_*``, dims
+``(dispatch, c_end, seed)``): the ``openbench`` arm on each ``batch: openbench`` mode
+(SINGLE or MULTIPLE distribution, BULK or BATCHED reporting). Its arms share, at each
+seed, the instance, the machines (concurrency and speed from the seed's ``workers``
+stream), the game durations (each machine's ``durations`` stream) and the match draws
+(pair ``i`` of the run plays draw ``i`` whatever job holds it). What differs by
+construction is the schedule: which pairs share a perturbation, when each update
+arrives, and so the flips and rounding uniforms (drawn per job of the schedule). The
+differences to the panel's first arm are paired in the instance, machines, durations and
+match draws, not in the flips. The first panel's arms and values do not depend on it.
 """
 
 from __future__ import annotations
@@ -65,14 +76,55 @@ def run_framework_study(
             results["final_elo_loss"][a, c] = problem.bowl.elo_loss(run.theta[:, -1])
             results["probe_equal_fraction"][a, c] = run.probe_equal_fraction
             results["probe_swapped_fraction"][a, c] = run.probe_swapped_fraction
-    return _study_dataset(config, study, seeds, results, gap, setup.noise.name)
+    dispatch = _dispatch_panel(config, study, seeds, setup, progress) if study.dispatch else None
+    return _study_dataset(config, study, seeds, results, gap, setup.noise.name, dispatch)
 
 
-def _study_dataset(config, study, seeds, results, start_gap, noise_name) -> xr.Dataset:
+def _dispatch_panel(config, study, seeds, setup, progress) -> dict:
+    """The dispatch panel: every dispatch arm at every c_end, ``(dispatch, c_end, seed)``,
+    on the study's instances (``setup.problem``) with its batch mode's schedule."""
+    from spsa_bench.engine.simulate import make_schedule
+
+    problem = setup.problem
+    shape = (len(study.dispatch), len(study.c_end), seeds.size)
+    results = {name: np.full(shape, np.nan) for name in PROBE_VARIABLES}
+    for d, entry in enumerate(study.dispatch):
+        schedule = make_schedule(config, entry.mode, seeds)
+        for c, c_end in enumerate(study.c_end):
+            if progress is not None:
+                progress(f"{entry.arm.name} at c_end {c_end:g}")
+            view = dataclasses.replace(
+                problem.view, c_dev=problem.view.c_dev * (c_end / study.block_c_end)
+            )
+            run = dataclasses.replace(
+                setup,
+                problem=dataclasses.replace(problem, view=view),
+                schedule=schedule,
+                rounding=entry.rounding,
+            ).replay(entry.arm)
+            results["final_elo_loss"][d, c] = problem.bowl.elo_loss(run.theta[:, -1])
+            results["probe_equal_fraction"][d, c] = run.probe_equal_fraction
+            results["probe_swapped_fraction"][d, c] = run.probe_swapped_fraction
+        del schedule
+    return results
+
+
+def _study_dataset(
+    config, study, seeds, results, start_gap, noise_name, dispatch=None
+) -> xr.Dataset:
     data_vars = {
         name: (("arm", "c_end", "seed"), results[name], {"long_name": long, "units": units})
         for name, (long, units) in PROBE_VARIABLES.items()
     }
+    extra_coords = {}
+    if dispatch is not None:
+        for name, (long, units) in PROBE_VARIABLES.items():
+            data_vars[f"dispatch_{name}"] = (
+                ("dispatch", "c_end", "seed"),
+                dispatch[name],
+                {"long_name": f"{long} (dispatch panel)", "units": units},
+            )
+        extra_coords = _dispatch_coords(study)
     data_vars["start_elo_gap"] = (
         ("seed",),
         start_gap,
@@ -107,6 +159,7 @@ def _study_dataset(config, study, seeds, results, start_gap, noise_name) -> xr.D
             {"long_name": "c_end every parameter is probed with", "units": "integer steps"},
         ),
         "seed": ("seed", seeds, {"long_name": "seed"}),
+        **extra_coords,
     }
     attrs = {
         "title": f"spsa-bench framework study: {study.scenario} / {study.batch_mode}",
@@ -123,7 +176,37 @@ def _study_dataset(config, study, seeds, results, start_gap, noise_name) -> xr.D
             "mode); these are modelling assumptions, not measurements"
         ),
     }
+    if dispatch is not None:
+        attrs["dispatch_assumption"] = (
+            "the dispatch panel plays the openbench arm on batch: openbench modes; its arms "
+            "share the instance, machines, game durations and match draws at each seed, not "
+            "the flips and rounding uniforms (drawn per job of each schedule); machines, "
+            "workloads and reports follow docs/frameworks.md (BATCHED: pairs finish at a "
+            "constant rate over their job, reported every 30 s)"
+        )
     return study_dataset(config, data_vars, coords, attrs)
+
+
+def _dispatch_coords(study: FrameworkSection) -> dict:
+    """The dispatch panel's per-arm coordinates: arm name, batch mode and its settings."""
+    entries = study.dispatch
+
+    def per_arm(values, long_name, dtype=object):
+        return ("dispatch", np.array(values, dtype=dtype), {"long_name": long_name})
+
+    settings = [entry.mode.settings for entry in entries]
+    return {
+        "dispatch": per_arm([e.arm.name for e in entries], "arm of the dispatch panel"),
+        "dispatch_mode": per_arm([e.mode.name for e in entries], "its batch mode"),
+        "distribution": per_arm([s.distribution for s in settings], "OpenBench distribution"),
+        "reporting": per_arm(
+            [getattr(s, "reporting", "bulk") for s in settings], "OpenBench reporting"
+        ),
+        "machines": per_arm([s.num_workers for s in settings], "machines", np.int64),
+        "concurrency_max": per_arm(
+            [s.concurrency_max for s in settings], "largest machine concurrency", np.int64
+        ),
+    }
 
 
 def _scope(config: Config, study: FrameworkSection) -> Scope:
@@ -141,8 +224,9 @@ def _memory_mb(config: Config, study: FrameworkSection) -> float:
 
 
 def _runtime_min(config: Config, study: FrameworkSection) -> int:
-    """Every arm at every c_end, each at most 3 us per seed x pair (as simulate)."""
-    runs = len(study.arms) * len(study.c_end)
+    """Every arm at every c_end, each at most 3 us per seed x pair (as simulate); a
+    dispatch arm counts twice (an asynchronous schedule, and BATCHED's many more updates)."""
+    runs = (len(study.arms) + 2 * len(study.dispatch)) * len(study.c_end)
     return 2 + runs * config.seeds_count * config.num_pairs // 20_000_000
 
 

@@ -9,18 +9,29 @@ parameter-block scenario, each design difference switched on alone (the study:
       fishtest: {A_ratio: 0.1} # spsa hyperparameters (Fishtest's form), or a configured
                                # arm of kind spsa by name
       openbench: {}           # spsa-openbench hyperparameters (default: OpenBench's form)
+      dispatch:               # optional: OpenBench's arm on OpenBench's dispatch
+        single: {workers: 20, batch: openbench, concurrency: {min: 16, max: 16}}
+        multiple: {workers: 20, batch: openbench, concurrency: {min: 16, max: 16},
+                   distribution: multiple}
 
 The arms are fixed by the study (:data:`ARMS`): Fishtest's arm with the worker's
 independent rounding; OpenBench's kind with every OpenBench rule off (``pairs_per 1``,
 no ``c`` floor, independent rounding); that arm with one rule on (coupled rounding,
 the floor, per-chunk iteration); OpenBench's arm with all of them.
+
+``dispatch`` (optional) adds a second panel: OpenBench's arm (all rules on, coupled
+rounding) played on each named batch mode, which must be ``batch: openbench``
+(:mod:`spsa_bench.dispatch.asynchronous`); the arm is ``openbench@<name>``. A mode takes
+every key of a batch mode but ``pairs_per``, which is the OpenBench arm's (one value in
+OpenBench's form: the workload size and the iteration chunk). The first mode is the
+panel's reference (its paired differences).
 """
 
 from __future__ import annotations
 
 import dataclasses
 
-from spsa_bench.config.records import Config, ConfigError, OptimizerArm
+from spsa_bench.config.records import BatchMode, Config, ConfigError, OptimizerArm
 from spsa_bench.config.sections.fields import known, single_c_end_block, study_arm
 
 KEY = "framework_study"
@@ -46,12 +57,22 @@ class FrameworkArm:
 
 
 @dataclasses.dataclass(frozen=True)
+class DispatchArm:
+    """OpenBench's arm on one ``batch: openbench`` mode (the dispatch panel)."""
+
+    arm: OptimizerArm
+    rounding: str
+    mode: BatchMode
+
+
+@dataclasses.dataclass(frozen=True)
 class FrameworkSection:
     scenario: str
     batch_mode: str
     c_end: tuple[float, ...]
     arms: tuple[FrameworkArm, ...]
     block_c_end: float
+    dispatch: tuple[DispatchArm, ...] = ()
 
 
 def parse(config: Config) -> FrameworkSection | None:
@@ -89,13 +110,53 @@ def parse(config: Config) -> FrameworkSection | None:
             )
             arm = OptimizerArm(name, openbench.kind, hyper)
         arms.append(FrameworkArm(arm, rounding, description))
+    dispatch = _dispatch_arms(config, raw.get("dispatch"), arms[-1], f"{where}.dispatch")
     return FrameworkSection(
         scenario=scenario,
         batch_mode=raw["batch_mode"],
         c_end=tuple(float(c) for c in raw["c_end"]),
         arms=tuple(arms),
         block_c_end=block_c_end,
+        dispatch=dispatch,
     )
+
+
+def _dispatch_arms(config: Config, raw, openbench: FrameworkArm, where: str):
+    """OpenBench's arm (``openbench``: every rule on) on each ``batch: openbench`` mode of
+    ``raw`` (name -> batch mode), its ``pairs_per`` the arm's; refusals name ``where``."""
+    from spsa_bench.config.batch_modes import default_time_control, resolve_batch_mode
+
+    if raw is None:
+        return ()
+    if not isinstance(raw, dict) or not raw:
+        raise ConfigError(f"{where} = {raw!r}: expected a mapping of names to batch modes")
+    default_tc = default_time_control(config.resolved["noise"])
+    pairs_per = int(openbench.arm.hyper.pairs_per)
+    out = []
+    for name, mode_raw in raw.items():
+        here = f"{where}.{name}"
+        if not isinstance(mode_raw, dict):
+            raise ConfigError(f"{here} = {mode_raw!r}: expected a batch mode (a mapping)")
+        if mode_raw.get("batch") != "openbench":
+            raise ConfigError(
+                f"{here}.batch = {mode_raw.get('batch')!r}: the dispatch panel plays "
+                "OpenBench's dispatch (batch: openbench)"
+            )
+        if "pairs_per" in mode_raw:
+            raise ConfigError(
+                f"{here}.pairs_per: set by framework_study.openbench.pairs_per ({pairs_per}; "
+                "one value in OpenBench's form: the workload size and the iteration chunk)"
+            )
+        try:
+            mode, _ = resolve_batch_mode(
+                name, {**mode_raw, "pairs_per": pairs_per}, config.num_pairs, default_tc
+            )
+        except ConfigError as error:
+            text = str(error).removeprefix(f"batch_modes.{name}")
+            raise ConfigError(f"{here}{text}") from None
+        arm = dataclasses.replace(openbench.arm, name=f"openbench@{name}")
+        out.append(DispatchArm(arm, openbench.rounding, mode))
+    return tuple(out)
 
 
 def _fishtest_arm(config: Config, value, where: str) -> OptimizerArm:
