@@ -10,7 +10,12 @@ import pytest
 from spsa_bench.calibration import fit
 from spsa_bench.calibration.prior import FreeNumber, PriorFamily
 from spsa_bench.calibration.run import calibrate
-from spsa_bench.calibration.simulate import nearest_time_control, simulate_tune, tune_setting
+from spsa_bench.calibration.simulate import (
+    budget_levels,
+    nearest_time_control,
+    simulate_tune,
+    tune_setting,
+)
 from spsa_bench.calibration.stats import STATS, chosen_test, observed_stats
 from spsa_bench.config.param_block import parse_block
 from spsa_bench.corpus.records import Parameter, Source, Tune, TuneRecord, Verification
@@ -100,13 +105,41 @@ def test_nearest_time_control():
     assert nearest_time_control(None, "VLTC") == "VLTC"
 
 
+def test_budget_levels_are_log_quantiles_of_the_known_budgets_on_fishtests_grid():
+    records = [_record(f"2020-g{i}", [], games=g) for i, g in enumerate((10_000, 100_000, 1_000_000))]
+    records.append(_record("2020-g-unknown", [], games=None))
+    levels = budget_levels(records, 3, "corpus")
+    logs = np.log([10_000, 100_000, 1_000_000])
+    expected = [1000 * round(math.exp(np.quantile(logs, q)) / 1000) for q in (1 / 6, 1 / 2, 5 / 6)]
+    assert levels == tuple(expected)
+    assert levels[1] == 100_000 and levels[0] < 100_000 < levels[2]
+    assert budget_levels(records, 3, 50_400) == (50_000,)
+    with pytest.raises(ValueError, match="no record"):
+        budget_levels(records[3:], 3, "corpus")
+
+
+def test_an_unknown_budget_plays_each_seed_slot_at_its_level():
+    """Seed slot i of a tune with unknown games is exactly the same tune with known games
+    budgets[i mod 2] at that seed (the replays are per budget; seeds are independent)."""
+    family = PriorFamily({"inactive_fraction": 0.0}, (FreeNumber("elo_at_stake.median", 1, 10),))
+    values = np.array([[4.0], [2.0]])
+    tests = [_test("fixed", elo=0.0, error=1.0)]
+    unknown = tune_setting(_record("2020-u", tests, games=None), (2000, 6000), "LTC")
+    assert unknown.budgets == (2000, 6000) and not unknown.games_known
+    mixed = simulate_tune(unknown, family, values, [5, 6, 7], 3, SYNC)
+    for games, slots in ((2000, [0, 2]), (6000, [1])):
+        known = tune_setting(_record("2020-u", tests, games=games), (1,), "LTC")
+        alone = simulate_tune(known, family, values, [[5, 6, 7][i] for i in slots], 3, SYNC)
+        np.testing.assert_array_equal(mixed[:, slots], alone)
+
+
 def test_simulated_elo_is_the_true_gain_plus_the_records_noise():
     """The same draw at two standard errors: the difference is (se2 - se1) Z, exactly."""
     family = PriorFamily({"inactive_fraction": 0.0}, (FreeNumber("elo_at_stake.median", 1, 10),))
     values = np.array([[4.0]])
     runs = []
     for error in (0.196, 1.96):
-        setting = tune_setting(_record("2020-e", [_test("fixed", elo=0.0, error=error)]), 0, "LTC")
+        setting = tune_setting(_record("2020-e", [_test("fixed", elo=0.0, error=error)]), (1000,), "LTC")
         runs.append(simulate_tune(setting, family, values, [0, 1, 2], 7, SYNC)[0, :, 0])
     z = (runs[1] - runs[0]) / (1.0 - 0.1)
     gain = runs[0] - 0.1 * z
@@ -127,7 +160,7 @@ def test_simulation_based_calibration_recovers_a_known_median():
         name = f"2020-sbc-{i}"
         draft = _record(name, [_test("fixed", elo=0.0, error=se * 1.959963984540054)],
                         params=tuple(Parameter(f"p{j}", 100.0, 100.0) for j in range(params)))  # fmt: skip
-        setting = tune_setting(draft, 0, "LTC")
+        setting = tune_setting(draft, (1000,), "LTC")
         elo = simulate_tune(setting, family, np.array([[truth]]), [1000 + i], 11, SYNC)[0, 0, 0]
         records.append(_record(name, [_test("fixed", elo=float(elo), error=se * 1.959963984540054)],
                                params=draft.parameters))  # fmt: skip

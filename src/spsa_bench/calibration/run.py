@@ -24,7 +24,12 @@ import numpy as np
 
 from spsa_bench.calibration import fit
 from spsa_bench.calibration.prior import PriorFamily
-from spsa_bench.calibration.simulate import TuneSetting, simulate_tune, tune_setting
+from spsa_bench.calibration.simulate import (
+    TuneSetting,
+    budget_levels,
+    simulate_tune,
+    tune_setting,
+)
 from spsa_bench.calibration.stats import STATS
 from spsa_bench.corpus.load import DATA, load_corpus
 
@@ -57,12 +62,13 @@ def calibrate(
     entropy: int,
     batch_mode: dict,
     split_year: int,
-    default_games: int,
+    default_games: int | str,
     default_time_control: str,
     progress: Callable[[str], None] | None = None,
 ) -> Calibration:
     """The calibration of ``records`` (module docstring)."""
-    settings = tuple(tune_setting(r, default_games, default_time_control) for r in records)
+    budgets = budget_levels(records, len(seeds), default_games)
+    settings = tuple(tune_setting(r, budgets, default_time_control) for r in records)
     fit_set = np.array([s.year < split_year for s in settings])
     if not fit_set.any():
         raise ValueError(f"no tune dated before {split_year}: nothing to fit on")

@@ -2,8 +2,8 @@
 
 A record becomes a :class:`TuneSetting`: its block (or, without one, the block
 Stockfish's ``TUNE()`` prints for its number of parameters,
-:func:`~spsa_bench.config.param_block.synthetic_tune`), its games (or the section's
-default), its time control as the nearest of STC, LTC and VLTC by Fishtest's
+:func:`~spsa_bench.config.param_block.synthetic_tune`), its games (or, unknown, one
+budget per instance: :func:`budget_levels`), its time control as the nearest of STC, LTC and VLTC by Fishtest's
 ``tc_limit = 3 base + 200 increment`` on a log scale (or the default), and its
 Fishtest SPSA hyperparameters where the record knows them: ``A_ratio`` as recorded, or
 an absolute ``A`` as ``A / N`` (``N = games / 2``); alpha and gamma; else Fishtest's
@@ -15,7 +15,10 @@ the study's batch mode) and replays it once with one row per (prior draw, seed):
 rows of draw ``j`` hold the instances ``draw_instances(prior_j, ..., seeds)``, stacked
 into one :class:`~spsa_bench.model.bowl.SeedBowls`, and every draw uses the same seeds,
 so the draws share flips, rounding uniforms and match draws (common random numbers:
-the differences between draws come from the truth alone). Each record has its own
+the differences between draws come from the truth alone). A record whose budget is
+unknown plays seed ``i`` (``i``-th of the seeds) at ``budgets[i mod len(budgets)]``,
+one replay per distinct budget, so its predictive sample spreads over the budgets the
+corpus knows instead of assuming one. Each record has its own
 entropy, ``SeedSequence(entropy, spawn_key=(crc32(name),))``, so different tunes are
 independent; the verification noise of seed ``s`` comes from
 ``SeedSequence(tune entropy, spawn_key=(VERIFY_KEY, s))``.
@@ -55,6 +58,8 @@ class TuneSetting:
     has_block: bool
     games: int
     games_known: bool
+    #: the games of each instance slot (one value when the record knows its budget)
+    budgets: tuple[int, ...]
     time_control: str
     a_ratio: float
     alpha: float
@@ -73,11 +78,42 @@ def nearest_time_control(text: str | None, default: str) -> str:
     return min(TIME_CONTROLS, key=lambda tc: abs(math.log(tc_limit(tc)) - limit))
 
 
-def tune_setting(record: TuneRecord, default_games: int, default_time_control: str):
-    """The :class:`TuneSetting` of ``record``."""
+def fishtest_games(games: float) -> int:
+    """``games`` on Fishtest's grid of budgets: a multiple of 1000 in [1000, 3.2 M]."""
+    return int(min(max(1000 * round(games / 1000), 1000), 3_200_000))
+
+
+def budget_levels(records: Sequence[TuneRecord], slots: int, default) -> tuple[int, ...]:
+    """The budgets a tune of unknown games plays, one per instance slot.
+
+    ``default`` a number: that budget alone. ``"corpus"``: the quantiles
+    ``(i + 1/2) / slots``, ``i = 0 .. slots - 1``, of the known budgets of ``records``
+    on a log scale (``exp`` of the quantile of ``ln games``, linear interpolation),
+    each on Fishtest's grid: a stratified sample of the budgets real tunes used, so
+    that a tune whose budget nobody wrote down is predicted over that spread rather
+    than at one assumed value (an assumption too: the corpus's budgets stand for the
+    unknown ones). ``slots`` is the number of seeds.
+    """
+    if default != "corpus":
+        return (fishtest_games(default),)
+    known = np.array([r.tune.games for r in records if r.tune.games is not None], float)
+    if known.size == 0:
+        raise ValueError("default_games = corpus: no record of the corpus knows its games")
+    levels = (np.arange(max(int(slots), 1)) + 0.5) / max(int(slots), 1)
+    return tuple(fishtest_games(g) for g in np.exp(np.quantile(np.log(known), levels)))
+
+
+def tune_setting(
+    record: TuneRecord, unknown_budgets: Sequence[int], default_time_control: str
+) -> TuneSetting:
+    """The :class:`TuneSetting` of ``record``; ``unknown_budgets`` are the instance
+    slots' games when the record does not know its own (:func:`budget_levels`)."""
     tune = record.tune
-    games = tune.games if tune.games is not None else default_games
-    games = min(max(1000 * round(games / 1000), 1000), 3_200_000)  # Fishtest's grid
+    if tune.games is not None:
+        budgets = (fishtest_games(tune.games),)
+    else:
+        budgets = tuple(int(b) for b in unknown_budgets)
+    games = int(np.median(budgets)) if len(budgets) > 1 else budgets[0]
     pairs = games // 2
     if tune.A_ratio is not None:
         a_ratio = tune.A_ratio
@@ -98,6 +134,7 @@ def tune_setting(record: TuneRecord, default_games: int, default_time_control: s
         has_block=record.block is not None,
         games=int(games),
         games_known=tune.games is not None,
+        budgets=budgets,
         time_control=nearest_time_control(tune.time_control, default_time_control),
         a_ratio=float(a_ratio),
         alpha=DEFAULT_ALPHA if tune.alpha is None else float(tune.alpha),
@@ -113,8 +150,9 @@ def tune_entropy(entropy: int, name: str) -> int:
     return int(sequence.generate_state(1, np.uint64)[0])
 
 
-def tune_config(setting: TuneSetting, entropy: int, batch_mode: dict):
-    """The in-memory configuration of one simulated tune (module docstring)."""
+def tune_config(setting: TuneSetting, entropy: int, batch_mode: dict, games: int | None = None):
+    """The in-memory configuration of one simulated tune (module docstring), at
+    ``games`` (default: the setting's)."""
     from spsa_bench.config.loader import resolve
 
     scenario = {
@@ -126,7 +164,7 @@ def tune_config(setting: TuneSetting, entropy: int, batch_mode: dict):
     spsa = {"kind": "spsa", "A_ratio": setting.a_ratio, "alpha": setting.alpha}
     spsa["gamma"] = setting.gamma
     raw = {
-        "games": setting.games,
+        "games": setting.games if games is None else int(games),
         "checkpoints": 2,
         "noise": setting.time_control,
         "entropy": tune_entropy(entropy, setting.name),
@@ -180,12 +218,27 @@ def simulate_tune(
     batch_mode: dict,
 ) -> np.ndarray:
     """The statistics of ``setting`` simulated at every prior draw ``values`` ``(draw,
-    free)`` and seed, ``(draw, seed, stat)``, in one replay (module docstring)."""
+    free)`` and seed, ``(draw, seed, stat)``: one replay per budget of the setting, the
+    seed slots ``i`` with ``i mod len(budgets)`` equal to the budget's index in it
+    (module docstring)."""
+    seeds = [int(s) for s in seeds]
+    out = np.full((values.shape[0], len(seeds), len(STATS)), np.nan)
+    slots = np.arange(len(seeds)) % len(setting.budgets)
+    for level, games in enumerate(setting.budgets):
+        chosen = np.flatnonzero(slots == level)
+        if chosen.size:
+            out[:, chosen] = _simulate_at(
+                setting, family, values, [seeds[i] for i in chosen], entropy, batch_mode, games
+            )
+    return out
+
+
+def _simulate_at(setting, family, values, seeds, entropy, batch_mode, games) -> np.ndarray:
+    """:func:`simulate_tune` at one budget, ``(draw, seed, stat)``, in one replay."""
     from spsa_bench.engine.simulate import prepare
 
-    seeds = [int(s) for s in seeds]
     n_draws, n_seeds = values.shape[0], len(seeds)
-    config = tune_config(setting, entropy, batch_mode)
+    config = tune_config(setting, entropy, batch_mode, games)
     block = parse_block(setting.block_text)
     bowls = stack_bowls(
         [
@@ -223,6 +276,8 @@ def simulate_tune(
 
 __all__ = [
     "TuneSetting",
+    "budget_levels",
+    "fishtest_games",
     "nearest_time_control",
     "simulate_tune",
     "stack_bowls",

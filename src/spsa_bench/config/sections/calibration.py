@@ -7,7 +7,7 @@ docs/calibration.md)::
       split_year: 2022             # fit on tunes before it, predict the others
       draws: 32                    # hyper-prior draws (ABC by rejection)
       accept: 0.25                 # share of the draws kept (the closest)
-      default_games: 100000        # a tune whose budget is unknown
+      default_games: corpus        # a tune whose budget is unknown: corpus or a number
       default_time_control: LTC    # a tune whose time control is unknown
       fixed: {inactive_fraction: 0.25, plateau: {width: 1}}   # a truth mapping
       free:                        # 1 to 4 dotted truth keys: range, log-uniform or not
@@ -48,7 +48,7 @@ DEFAULTS = {
     "split_year": 2022,
     "draws": 32,
     "accept": 0.25,
-    "default_games": 100_000,
+    "default_games": "corpus",
     "default_time_control": "LTC",
     "fixed": {},
 }
@@ -61,7 +61,7 @@ class CalibrationSection:
     split_year: int
     draws: int
     accept: float
-    default_games: int
+    default_games: int | str  # a number of games, or "corpus"
     default_time_control: str
     fixed: dict
     free: tuple[tuple[str, float, float, bool], ...]  # (key, low, high, log)
@@ -114,6 +114,13 @@ def parse(config: Config) -> CalibrationSection | None:
             raise ConfigError(
                 f"{KEY}: fixed and free give no truth prior at {corner}: {error}"
             ) from None
+    games = raw["default_games"]
+    if games != "corpus" and (
+        isinstance(games, bool) or not isinstance(games, int) or not 1000 <= games <= 3_200_000
+    ):
+        raise ConfigError(
+            f"{KEY}.default_games = {games!r}: must be corpus or an integer in [1000, 3200000]"
+        )
     if not 0 < raw["accept"] <= 1:
         raise ConfigError(f"{KEY}.accept = {raw['accept']!r}: must be in (0, 1]")
     return CalibrationSection(
@@ -122,7 +129,7 @@ def parse(config: Config) -> CalibrationSection | None:
         split_year=int(raw["split_year"]),
         draws=int(raw["draws"]),
         accept=float(raw["accept"]),
-        default_games=int(raw["default_games"]),
+        default_games=games,
         default_time_control=raw["default_time_control"],
         fixed=fixed,
         free=tuple(free),

@@ -270,11 +270,16 @@ CALIBRATION = _object(
         "accept": _num(
             "share of the draws accepted, the closest (default 0.25)", exclusiveMinimum=0, maximum=1
         ),  # fmt: skip
-        "default_games": _int(
-            "games of a tune whose budget is unknown (default 100000)",
-            minimum=1000,
-            maximum=3200000,
-        ),
+        "default_games": {
+            "oneOf": [
+                _int("games of every tune whose budget is unknown", minimum=1000, maximum=3200000),
+                {"const": "corpus"},
+            ],
+            "description": (
+                "games of a tune whose budget is unknown: a number, or corpus (default): "
+                "each instance plays one quantile of the corpus's known budgets"
+            ),
+        },
         "default_time_control": {
             "enum": ["STC", "LTC", "VLTC"],
             "description": "noise of a tune whose time control is unknown (default LTC)",
