@@ -15,6 +15,8 @@ from pathlib import Path
 
 import numpy as np
 import xarray as xr
+from xarray.backends import BackendArray
+from xarray.core import indexing
 
 from spsa_bench.results.atomic import write_atomic
 from spsa_bench.results.cf import conform, labels_to_auxiliary, labels_to_index
@@ -25,6 +27,8 @@ from spsa_bench.results.datasets import (
     ReadError,
     check_attribute_sizes,
     check_label,
+    check_metadata,
+    corrupt,
     load_checked,
     open_run,
 )
@@ -49,12 +53,18 @@ def check_run(path: str | Path, ds: xr.Dataset, grid: np.ndarray | None) -> None
 
 
 def check_cell(
-    path, ds: xr.Dataset, key: tuple, order: Mapping[str, Sequence[str]] | None, params: dict
+    path,
+    ds: xr.Dataset,
+    key: tuple,
+    order: Mapping[str, Sequence[str]] | None,
+    params: dict,
+    param_counts: Mapping[str, int] | None = None,
 ) -> None:
     """Refuse a run file whose cell label (``key``) is not among ``order``'s names of its
-    dimension, or whose parameter count differs from the other files of its scenario
-    (``params``: ``{scenario: (count, first file)}``, filled as files are read): the
-    combine would add a phantom cell, or pad the file's parameters with NaN."""
+    dimension, whose parameter count differs from its scenario's in the configuration
+    (``param_counts``: ``{scenario: count}``, when given) or from the other files of its
+    scenario (``params``: ``{scenario: (count, first file)}``, filled as files are
+    read): the combine would add a phantom cell, or pad the file's parameters with NaN."""
     for dim, label in zip(CELL_DIMS, key, strict=True):
         names = (order or {}).get(dim)
         if names is not None and label not in names:
@@ -64,6 +74,12 @@ def check_cell(
             )
     count = ds.sizes.get("param", 0)
     scenario = key[CELL_DIMS.index("scenario")]
+    expected = (param_counts or {}).get(scenario)
+    if expected is not None and count != expected:
+        raise ValueError(
+            f"{path}: {count} parameters (its param axis), but scenario {scenario!r} has "
+            f"{expected} in the configuration; the file is corrupt or from another run"
+        )
     first, where = params.setdefault(scenario, (count, path))
     if count != first:
         raise ValueError(
@@ -294,9 +310,48 @@ def open_benchmark(
     if variables is not None:
         ds = ds[[v for v in variables if v in ds]]
     if lazy:
-        return ds
+        return _named_reads(ds, path)
     with ds:
         return load_checked(path, ds)
+
+
+class _NamedRead(BackendArray):
+    """A lazily read variable whose failed read (a chunk failing its fletcher32 checksum:
+    netCDF4's ``RuntimeError: NetCDF: HDF error``) is refused naming the file and the
+    variable (:func:`~spsa_bench.results.datasets.corrupt`) whenever it is read."""
+
+    def __init__(self, variable: xr.Variable, path, name: str):
+        self.variable, self.path, self.name = variable, path, name
+        self.shape, self.dtype = variable.shape, variable.dtype
+
+    def __getitem__(self, key):
+        return indexing.explicit_indexing_adapter(
+            key, self.shape, indexing.IndexingSupport.OUTER, self._read
+        )
+
+    def _read(self, key: tuple) -> np.ndarray:
+        try:
+            return np.asarray(self.variable[key].values)
+        except RuntimeError:
+            raise corrupt(self.path, self.name) from None
+
+
+def _named_reads(ds: xr.Dataset, path) -> xr.Dataset:
+    """``ds`` (lazily opened) with every variable that is not an index read through
+    :class:`_NamedRead`: the same values, selections still read only what they need."""
+    wrapped = {
+        name: xr.Variable(
+            v.dims,
+            indexing.LazilyIndexedArray(_NamedRead(v, path, str(name))),
+            v.attrs,
+            v.encoding,
+        )
+        for name, v in ds.variables.items()
+        if name not in ds.indexes
+    }
+    data = {name: v for name, v in wrapped.items() if name in ds.data_vars}
+    coords = {name: v for name, v in wrapped.items() if name not in ds.data_vars}
+    return ds.assign_coords(coords).assign(data)
 
 
 def _open_checked(path: str | Path) -> xr.Dataset:
@@ -304,6 +359,7 @@ def _open_checked(path: str | Path) -> xr.Dataset:
     file) when it is not a readable NetCDF file (truncated, not NetCDF), not a combined
     benchmark (a run file: no ``optimizer``, ``batch_mode`` or ``scenario`` dimension),
     has an oversized attribute or a cell label that is not a configuration name."""
+    check_metadata(path)  # a regular NetCDF-4 file, attributes within their cap, none read
     try:
         ds = labels_to_index(xr.open_dataset(path, engine="netcdf4"))
     except Exception as error:  # netCDF4 raises OSError/RuntimeError/ValueError variants

@@ -7,7 +7,6 @@ schedule dataset, writes schedule files and opens run files.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +15,17 @@ import xarray as xr
 from spsa_bench.results.atomic import write_atomic
 from spsa_bench.results.cf import cf_attrs, conform, labels_to_index
 from spsa_bench.results.provenance import provenance
+from spsa_bench.results.reading import (  # noqa: F401 - the readers' checks, re-exported
+    LABEL,
+    MAX_ATTRIBUTE_BYTES,
+    MAX_ATTRIBUTE_STORAGE,
+    ReadError,
+    check_attribute_sizes,
+    check_label,
+    check_metadata,
+    corrupt,
+    load_checked,
+)
 from spsa_bench.results.runs import (  # noqa: F401 - the run contract, re-exported
     CELL_DIMS,
     INSTANCE_VARIABLES,
@@ -66,6 +76,10 @@ def schedule_dataset(
     data_vars["arrival_job"] = cf_variable(
         ("seed", "event"), schedule.arrival_job, "job arriving at this event (-1 = padding)"
     )
+    if schedule.job_lead is not None:  # OpenBench's BATCHED reporting
+        data_vars["job_lead"] = cf_variable(
+            ("seed", "job"), schedule.job_lead, "job whose hand-out this piece shares (-1 = none)"
+        )
     data_vars |= {
         name: (dims, values, cf_attrs(kpis.KPI_ATTRS.get(name, {})))
         for name, (dims, values) in kpis.schedule_kpis(schedule).items()
@@ -125,9 +139,11 @@ def open_run_head(path: str | Path) -> tuple[xr.Dataset, np.ndarray]:
 
 def _open_run(path: str | Path, part) -> xr.Dataset:
     """``part`` of one run file (a function of the lazily opened dataset), loaded; refused
-    (:class:`ReadError`, naming the file) when an attribute is oversized, a variable
+    (:class:`ReadError`, naming the file) when it fails :func:`check_metadata` (not a
+    regular or NetCDF-4 file, attributes over their cap by its metadata), an attribute is oversized, a variable
     fails its checksum, it holds no seeds or a cell label is not a configuration name."""
     path = Path(path)
+    check_metadata(path, "not a readable spsa-bench NetCDF file")  # before netCDF4 reads attributes
     try:
         with xr.open_dataset(path, engine="netcdf4") as ds:
             check_attribute_sizes(path, ds)
@@ -144,58 +160,3 @@ def _open_run(path: str | Path, part) -> xr.Dataset:
     for dim in CELL_DIMS:
         check_label(path, dim, loaded[dim].values)
     return loaded
-
-
-#: The largest attribute a reader accepts, in bytes (the largest real one, a run file's
-#: ``config``, is a few kB; the combined file's is the resolved configuration).
-MAX_ATTRIBUTE_BYTES = 1 << 20
-#: A cell label as the configuration's names are (``NAME_PATTERN`` of
-#: :mod:`spsa_bench.config.schema_fragments`): no path separator, no dot, no control.
-LABEL = re.compile(r"[a-z0-9][a-z0-9_-]*")
-
-
-class ReadError(ValueError):
-    """A file a reader refuses; the message names the file and the variable or field."""
-
-
-def check_attribute_sizes(path, ds: xr.Dataset) -> None:
-    """Refuse an attribute of the file or of a variable larger than
-    :data:`MAX_ATTRIBUTE_BYTES`, before anything copies it."""
-    owners = [("", ds.attrs), *((f"{name}:", v.attrs) for name, v in ds.variables.items())]
-    for prefix, attrs in owners:
-        for key, value in attrs.items():
-            size = np.asarray(value).nbytes if not isinstance(value, str) else len(value)
-            if size > MAX_ATTRIBUTE_BYTES:
-                raise ReadError(
-                    f"{path}: attribute {prefix}{key} is {size:,} bytes, more than the "
-                    f"limit of {MAX_ATTRIBUTE_BYTES:,}"
-                )
-
-
-def check_label(path, dim: str, values) -> None:
-    """Refuse a cell label that is not a configuration name (``../../etc``, a control)."""
-    for value in np.atleast_1d(values).tolist():
-        if not isinstance(value, str) or not LABEL.fullmatch(value):
-            raise ReadError(
-                f"{path}: {dim} label {str(value)[:80]!r} is not a configuration name "
-                "(lower-case letters, digits, '-' and '_')"
-            )
-
-
-def corrupt(path, name: str) -> ReadError:
-    """The refusal of a variable whose data the file's checksum (or HDF5) rejects."""
-    return ReadError(
-        f"{path}: checksum mismatch in variable {name} (the file is corrupt; rerun the job "
-        "that wrote it)"
-    )
-
-
-def load_checked(path, ds: xr.Dataset) -> xr.Dataset:
-    """``ds`` loaded variable by variable, a variable whose chunks fail their fletcher32
-    checksum (netCDF4's ``RuntimeError: NetCDF: HDF error``) refused by name."""
-    for name, variable in ds.variables.items():
-        try:
-            variable.load()
-        except RuntimeError:
-            raise corrupt(path, str(name)) from None
-    return ds
