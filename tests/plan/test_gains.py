@@ -39,7 +39,8 @@ def schedule_of(spec: PlanSpec, c_scale: float = 1.0):
         config, SCENARIO, config.batch_mode(spec.batch_mode), range(2), prior=spec.prior
     )
     setting = dataclasses.replace(given_setting(spec), c_scale=c_scale)
-    return gain_schedule(setup.problem.view, _arm(config, setting).hyper)
+    played, arm = _arm(setup, setting)
+    return gain_schedule(played.problem.view, arm.hyper)
 
 
 @pytest.mark.parametrize(

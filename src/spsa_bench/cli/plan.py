@@ -1,9 +1,10 @@
-"""``spsa-bench plan``: paste a Fishtest parameter block, get the tune's predicted
-outcome and better settings before spending the games (:mod:`spsa_bench.plan`).
+"""``spsa-bench plan``: paste a Fishtest (or, with ``--framework openbench``, an
+OpenBench) parameter block, get the tune's predicted outcome and better settings before
+spending the games (:mod:`spsa_bench.plan`).
 
 Writes ``plan.md`` (also printed), ``plan.nc`` and ``plan.png`` into ``--output``.
-A block Fishtest would refuse is refused naming the line and the field, with nothing
-written (exit 2).
+A block the framework would refuse is refused naming the line and the field, with
+nothing written (exit 2); so is an option of the other framework, naming the flag.
 """
 
 from __future__ import annotations
@@ -53,16 +54,26 @@ def add_parser(sub) -> None:
 
     p = sub.add_parser(
         "plan",
-        help="predict a Fishtest SPSA tune from its parameter block and search better settings",
-        description="Simulate a Fishtest SPSA tune on many instances of a prior over the "
-        "unknown truth and write DIR/plan.md (also printed), DIR/plan.nc and DIR/plan.png. "
-        "docs/plan.md explains the output.",
+        help="predict a Fishtest or OpenBench SPSA tune from its parameter block and search "
+        "better settings",
+        description="Simulate a Fishtest (or OpenBench) SPSA tune on many instances of a "
+        "prior over the unknown truth and write DIR/plan.md (also printed), DIR/plan.nc and "
+        "DIR/plan.png. docs/plan.md explains the output.",
     )
     p.add_argument(
         "params",
         metavar="PARAMS",
         help="the parameter block, one name,start,min,max,c_end,r_end line per parameter "
-        "(what Fishtest's new-test page takes): a file, or - for standard input",
+        "(what Fishtest's new-test page takes; with --framework openbench one "
+        "name,int|float,start,min,max,c_end,r_end line, OpenBench's tune form): a file, or "
+        "- for standard input",
+    )
+    p.add_argument(
+        "--framework",
+        choices=plan.FRAMEWORKS,
+        default=plan.FISHTEST_FRAMEWORK,
+        help="the testing framework whose SPSA, block format, rounding and dispatch are "
+        "simulated (default %(default)s)",
     )
     p.add_argument(
         "--games",
@@ -74,13 +85,14 @@ def add_parser(sub) -> None:
         "--time-control",
         choices=tuple(TIME_CONTROLS),
         default="STC",
-        help="game noise and Autoselect's draw ratio (default %(default)s)",
+        help="game noise, Autoselect's draw ratio and OpenBench's game durations "
+        "(default %(default)s)",
     )
     p.add_argument(
         "--batch-mode",
-        default=plan.DEFAULT_BATCH_MODE,
-        help="a batch mode of the packaged default configuration: sync (default), "
-        "async-fixed or async-variable (Fishtest's many workers and staleness)",
+        default=None,
+        help="Fishtest only: a batch mode of the packaged default configuration: sync "
+        "(default), async-fixed or async-variable (Fishtest's many workers and staleness)",
     )
     p.add_argument(
         "--seeds",
@@ -96,7 +108,12 @@ def add_parser(sub) -> None:
     )
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     _add_gain_options(
-        p.add_argument_group("the tune's SPSA gains, as Fishtest's form takes them (docs/plan.md)")
+        p.add_argument_group(
+            "the tune's SPSA gains, as Fishtest's and OpenBench's forms take them (docs/plan.md)"
+        )
+    )
+    _add_openbench_options(
+        p.add_argument_group("OpenBench only (--framework openbench; docs/plan.md)")
     )
     _add_prior_options(p.add_argument_group("the prior over the unknown truth (docs/plan.md)"))
     _add_search_options(p.add_argument_group("the search of better settings (1 is always in)"))
@@ -113,7 +130,8 @@ def _add_gain_options(gains) -> None:
             "--a-ratio",
             plan.DEFAULT_A_RATIO,
             plan.A_RATIO_BOUNDS,
-            "A = ratio x N, N = games / 2 iterations (Fishtest's SPSA A ratio)",
+            "A = ratio x N, N = games / 2 iterations (Fishtest's SPSA A ratio; OpenBench's "
+            "A-Ratio with N = games / (2 pairs-per))",
         ),
         (
             "--alpha",
@@ -129,6 +147,77 @@ def _add_gain_options(gains) -> None:
             default=default,
             help=f"{what}, in [{bounds[0]:g}, {bounds[1]:g}] (default %(default)s)",
         )
+
+
+#: The OpenBench-only flags and their defaults (OpenBench's tune form, spec.py); None
+#: on the command line means not given, so a Fishtest plan can refuse them by name.
+def _openbench_defaults() -> dict:
+    from spsa_bench.plan import spec as plan
+
+    return {
+        "pairs_per": plan.OPENBENCH_PAIRS_PER,
+        "distribution": "single",
+        "machines": plan.DEFAULT_MACHINES,
+        "concurrency": plan.DEFAULT_CONCURRENCY,
+    }
+
+
+def _add_openbench_options(group) -> None:
+    """OpenBench's Pairs-Per and Distribution (its tune form's defaults), and the pool
+    of machines the planner assumes."""
+    from spsa_bench.plan import spec as plan
+
+    group.add_argument(
+        "--pairs-per",
+        type=bounded_int("--pairs-per", 1, 10_000),
+        default=None,
+        metavar="P",
+        help=f"OpenBench's Pairs-Per: game pairs per runner and iteration (default "
+        f"{plan.OPENBENCH_PAIRS_PER}, the form's)",
+    )
+    group.add_argument(
+        "--distribution",
+        choices=plan.DISTRIBUTIONS,
+        default=None,
+        help="OpenBench's Distribution: single, one perturbation per workload (default, the "
+        "form's); multiple, one per runner of a machine",
+    )
+    group.add_argument(
+        "--machines",
+        type=bounded_int("--machines", 1, 10_000),
+        default=None,
+        metavar="W",
+        help=f"machines running the tune, one workload each at a time (default "
+        f"{plan.DEFAULT_MACHINES}; an assumption)",
+    )
+    group.add_argument(
+        "--concurrency",
+        type=bounded_int("--concurrency", 1, 10_000),
+        default=None,
+        metavar="C",
+        help=f"games each machine plays at once (default {plan.DEFAULT_CONCURRENCY}; an "
+        "assumption)",
+    )
+
+
+def check_framework_flags(args: argparse.Namespace) -> None:
+    """Refuse a flag of the other framework, naming it: ``--batch-mode`` is Fishtest's
+    (packaged Fishtest batch modes), the OpenBench group OpenBench's."""
+    from spsa_bench.config.loader import ConfigError
+
+    if args.framework == "openbench":
+        if args.batch_mode is not None:
+            raise ConfigError(
+                f"--batch-mode = {args.batch_mode!r}: Fishtest only; an OpenBench plan runs "
+                "OpenBench's dispatch (--distribution, --pairs-per, --machines, --concurrency)"
+            )
+        return
+    for key in _openbench_defaults():
+        if getattr(args, key) is not None:
+            flag = "--" + key.replace("_", "-")
+            raise ConfigError(
+                f"{flag} = {getattr(args, key)}: OpenBench only; give --framework openbench"
+            )
 
 
 def _add_prior_options(prior) -> None:
@@ -200,22 +289,29 @@ def _add_search_options(search) -> None:
 def spec_of(args: argparse.Namespace):
     """The :class:`~spsa_bench.plan.spec.PlanSpec` of the command line; a malformed block
     names its line and field."""
-    from spsa_bench.config.param_block import (
-        BlockError,
-        parse_block,
-        printable_text,
-        read_block_text,
-    )
+    from spsa_bench.config.param_block import BlockError, printable_text, read_block_text
     from spsa_bench.model.instances import TruthPrior
-    from spsa_bench.plan.spec import PlanSpec, check_batch_mode
+    from spsa_bench.plan.spec import (
+        DEFAULT_BATCH_MODE,
+        PlanSpec,
+        check_batch_mode,
+        parse_framework_block,
+    )
 
+    check_framework_flags(args)
     source = "standard input" if args.params == "-" else args.params
     try:
         text = read_block_text(sys.stdin.buffer if args.params == "-" else args.params)
-        parse_block(text)
+        parse_framework_block(args.framework, text)
     except BlockError as error:
         raise BlockError(f"PARAMS {source}: {error}") from None
-    check_batch_mode(args.batch_mode)
+    batch_mode = DEFAULT_BATCH_MODE if args.batch_mode is None else args.batch_mode
+    if args.framework == "fishtest":
+        check_batch_mode(batch_mode)
+    openbench = {
+        key: default if getattr(args, key) is None else getattr(args, key)
+        for key, default in _openbench_defaults().items()
+    }
     elo = args.elo_per_c_end
     if len(elo) > 2 or elo[0] > elo[-1]:
         from spsa_bench.config.loader import ConfigError
@@ -233,7 +329,7 @@ def spec_of(args: argparse.Namespace):
         block_text=text,
         games=args.games,
         time_control=args.time_control,
-        batch_mode=args.batch_mode,
+        batch_mode=batch_mode,
         seeds=args.seeds,
         prior=prior,
         c_scales=args.c_scales,
@@ -244,6 +340,8 @@ def spec_of(args: argparse.Namespace):
         alpha=args.alpha,
         gamma=args.gamma,
         source=printable_text(Path(source).name) if args.params != "-" else source,
+        framework=args.framework,
+        **openbench,
     )
 
 

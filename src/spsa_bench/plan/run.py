@@ -1,4 +1,5 @@
-"""Simulate a Fishtest tune before it is run: the planner's runs, as one dataset.
+"""Simulate a Fishtest or OpenBench tune before it is run: the planner's runs, as one
+dataset.
 
 :class:`~spsa_bench.plan.spec.PlanSpec` holds what the user gives (the parameter block,
 the games budget, the time control, a batch mode of the packaged default configuration,
@@ -13,6 +14,19 @@ the number of instances, the prior over the unknown truth and the search).
   control);
 - the batch mode, copied from the packaged default configuration.
 
+An OpenBench plan (``framework = "openbench"``) differs in three places:
+
+- scenario ``plan``: the OpenBench block's numbers as the scenario's block, rounded by
+  ``rounding: coupled`` (both engines ``floor(x + U)`` with one uniform, OpenBench's
+  ``spsa_workload_assignment_dict``), and the view's ``integer`` flags set per
+  parameter from the block's ``int``/``float`` types (a scenario's ``integer`` is one
+  flag for every parameter), so only ``int`` parameters are rounded and floored;
+- arm ``spsa-openbench`` (OpenBench's SPSA: ``I = pairs // pairs_per`` iterations,
+  ``k = 1 + K / pairs_per``, the ``c_k >= 0.5`` floor on int parameters, the spec's
+  A ratio, alpha and gamma), and no Autoselect (OpenBench has none);
+- the batch mode ``batch: openbench`` (:meth:`PlanSpec.openbench_mode`: the pool of
+  machines, workloads of ``pairs_per`` pairs per runner, SINGLE or MULTIPLE).
+
 :func:`run_plan` replays, on the same seeds (so the same instances, flips, rounding
 uniforms and match draws wherever the schedules agree: common random numbers):
 
@@ -20,7 +34,7 @@ uniforms and match draws wherever the schedules agree: common random numbers):
    SPSA; the given setting is ``c_scale = r_scale = 1`` at the given games. A games
    budget is its own run (``N = games / 2`` sets A, c and a), so each budget has its
    own configuration and schedule, and its instances are the same draws;
-2. Autoselect at the given games;
+2. Autoselect at the given games (Fishtest only);
 3. the noise floor: the given setting (and the recommended one, when it differs) on
    the same instances with every optimum moved to the start (zero offset).
 
@@ -46,11 +60,12 @@ from spsa_bench.config.loader import (
     read_yaml,
     resolve,
 )
+from spsa_bench.config.param_block import ParamBlock
 from spsa_bench.plan.spec import (
     AUTOSELECT,
     LEVEL,
+    OPENBENCH,
     SCENARIO,
-    SPSA,
     ZERO_OFFSET,
     PlanSpec,
     Setting,
@@ -69,17 +84,27 @@ if TYPE_CHECKING:
 
 #: Jobs per step of the closed-form rounding prediction (bounds its memory).
 _JOB_CHUNK = 64
+#: Float error allowed in a coupled probe's span (:func:`coupled_probabilities`).
+_SPAN_TOLERANCE = 1e-9
 
 
 def plan_config(spec: PlanSpec, games: int) -> Config:
     """The configuration of one games budget of the plan (module docstring)."""
-    check_batch_mode(spec.batch_mode)
     default = read_yaml(PACKAGED_CONFIG)
+    if spec.openbench:
+        block_text, rounding = ParamBlock.to_text(spec.block), "coupled"
+        mode = spec.openbench_mode()
+        optimizers = {spec.spsa_kind: spec.spsa}
+    else:
+        check_batch_mode(spec.batch_mode)
+        block_text, rounding = spec.block_text, "stochastic"
+        mode = default["batch_modes"][spec.batch_mode]
+        optimizers = {spec.spsa_kind: spec.spsa, AUTOSELECT: {"time_control": spec.time_control}}
     scenario = {
         "description": f"the parameter block of {spec.source}",
-        "fishtest_params": spec.block_text,
+        "fishtest_params": block_text,
         "noise": spec.time_control,
-        "rounding": "stochastic",
+        "rounding": rounding,
     }
     if spec.prior.offset_scale > 0:  # else the instances come from the spec's prior alone
         scenario["truth"] = spec.prior.to_dict()
@@ -89,12 +114,21 @@ def plan_config(spec: PlanSpec, games: int) -> Config:
         "noise": spec.time_control,
         "entropy": default["entropy"],
         "seeds": {"first": 0, "count": spec.seeds, "per_job": spec.seeds},
-        "baseline": SPSA,
-        "batch_modes": {spec.batch_mode: default["batch_modes"][spec.batch_mode]},
+        "baseline": spec.spsa_kind,
+        "batch_modes": {spec.batch_mode: mode},
         "scenarios": {SCENARIO: scenario},
-        "optimizers": {SPSA: spec.spsa, AUTOSELECT: {"time_control": spec.time_control}},
+        "optimizers": optimizers,
     }
     return resolve(raw)
+
+
+def with_block_types(setup: Prepared, spec: PlanSpec) -> Prepared:
+    """``setup`` with the view's ``integer`` flags of an OpenBench block (its ``int`` and
+    ``float`` types); a Fishtest plan's setup unchanged (every parameter an integer)."""
+    if not spec.openbench:
+        return setup
+    view = dataclasses.replace(setup.problem.view, integer=np.array(spec.block.integer))
+    return dataclasses.replace(setup, problem=dataclasses.replace(setup.problem, view=view))
 
 
 def at_start(setup: Prepared) -> Prepared:
@@ -106,27 +140,50 @@ def at_start(setup: Prepared) -> Prepared:
     return dataclasses.replace(setup, problem=problem)
 
 
+def coupled_probabilities(theta, c, low, high) -> tuple[np.ndarray, np.ndarray]:
+    """The shares of equal and swapped integers of one job under coupled rounding
+    (OpenBench), with the probes clipped first as the replay does: with ``upper =
+    min(theta + c, max)``, ``lower = max(theta - c, min)`` and ``d = upper - lower``,
+    both engines play ``floor(v + U)`` with one ``U``, so ``floor(lower + U + d) -
+    floor(lower + U)`` is ``floor(d)`` or ``floor(d) + 1`` and never negative::
+
+        equal = 1 - d   if d < 1,   else 0          swapped = 0
+
+    (:func:`spsa_bench.model.rounding.coupled_probe_probabilities` without the clip:
+    ``d = 2c``.) A ``d`` within :data:`_SPAN_TOLERANCE` below 1 counts as 1: at OpenBench's
+    floor ``c = 0.5`` the float difference ``(theta + c) - (theta - c)`` may fall short
+    of 1 by a rounding error, which the replay's two floors do not see."""
+    upper = np.minimum(theta + c, high)
+    lower = np.maximum(theta - c, low)
+    span = upper - lower
+    equal = np.where(span < 1.0 - _SPAN_TOLERANCE, np.clip(1.0 - span, 0.0, 1.0), 0.0)
+    return equal, np.zeros_like(equal)
+
+
 def predicted_rounding(setup: Prepared, setting: Setting, theta: np.ndarray, grid: np.ndarray):
     """Per parameter, the closed-form shares of jobs whose engines play equal and swapped
-    integers (:func:`spsa_bench.model.rounding.probe_probabilities`), averaged over every
-    job of every seed at the job's ``c_k`` and the theta of the last checkpoint before its
-    dispatch (exact for a parameter that does not move)."""
+    integers (:func:`spsa_bench.model.rounding.probe_probabilities` for the worker's
+    independent rounding, :func:`coupled_probabilities` for coupled rounding), averaged
+    over every job of every seed at the job's ``c_k`` (OpenBench's floored one) and the
+    theta of the last checkpoint before its dispatch (exact for a parameter that does not
+    move)."""
     from spsa_bench import optimizers
     from spsa_bench.model.rounding import probe_probabilities
 
+    setup, arm = _arm(setup, setting)
     view, schedule = setup.problem.view, setup.schedule
-    arm = _arm(setup.config, setting)
     optimizer = optimizers.build(arm.kind, view, arm.hyper)
     iters = schedule.iter_local(setup.config.iteration_counter)
     exists = schedule.job_mask()
     checkpoint = np.searchsorted(grid, schedule.job_arrived_before, side="right") - 1
+    closed_form = coupled_probabilities if setup.rounding == "coupled" else probe_probabilities
     equal, swapped = np.zeros(view.num_params), np.zeros(view.num_params)
     for start in range(0, schedule.max_jobs, _JOB_CHUNK):
         jobs = slice(start, start + _JOB_CHUNK)
         seed, job = np.nonzero(exists[:, jobs])
         c = optimizer.perturbation(iters[:, jobs][seed, job])
         at = theta[seed, checkpoint[:, jobs][seed, job]]
-        e, s = probe_probabilities(at, c, view.theta_min, view.theta_max)
+        e, s = closed_form(at, c, view.theta_min, view.theta_max)
         equal += e.sum(axis=0)
         swapped += s.sum(axis=0)
     count = max(int(exists.sum()), 1)
@@ -134,10 +191,20 @@ def predicted_rounding(setup: Prepared, setting: Setting, theta: np.ndarray, gri
     return np.where(integer, equal / count, np.nan), np.where(integer, swapped / count, np.nan)
 
 
-def _arm(config: Config, setting: Setting):
-    arm = config.optimizer(setting.kind)
-    hyper = dataclasses.replace(arm.hyper, c_scale=setting.c_scale, r_scale=setting.r_scale)
-    return dataclasses.replace(arm, hyper=hyper)
+def _arm(setup: Prepared, setting: Setting):
+    """The setup and arm that play ``setting``: Fishtest's spsa and Autoselect take the
+    multipliers as their ``c_scale`` and ``r_scale``; OpenBench's kind has none, so its
+    view's c_end and r_end are multiplied (the block the user would paste; the truth
+    instances, drawn in units of the given block's c_end, are unchanged)."""
+    arm = setup.config.optimizer(setting.kind)
+    if setting.kind != OPENBENCH:
+        hyper = dataclasses.replace(arm.hyper, c_scale=setting.c_scale, r_scale=setting.r_scale)
+        return setup, dataclasses.replace(arm, hyper=hyper)
+    view = setup.problem.view
+    view = dataclasses.replace(
+        view, c_dev=view.c_dev * setting.c_scale, r_end=view.r_end * setting.r_scale
+    )
+    return dataclasses.replace(setup, problem=dataclasses.replace(setup.problem, view=view)), arm
 
 
 @dataclasses.dataclass
@@ -156,7 +223,8 @@ class _Runs:
             if self.progress is not None:  # 100% only once, from finish()
                 self.progress(min(offset + done, self.total - 1), self.total)
 
-        result = setup.replay(_arm(setup.config, setting), progress=report)
+        played, arm = _arm(setup, setting)
+        result = played.replay(arm, progress=report)
         self.done = offset + _events(setup)
         self.results[setting] = _Result.of(setup, result)
 
@@ -210,18 +278,20 @@ def run_plan(spec: PlanSpec, progress: Callable[[int, int], None] | None = None)
     setups = {}
     for g in games:
         config = plan_config(spec, g)
-        setups[g] = prepare(
+        setup = prepare(
             config, SCENARIO, config.batch_mode(spec.batch_mode), seeds, prior=spec.prior
         )
+        setups[g] = with_block_types(setup, spec)
     search = search_settings(spec, games)
     given = given_setting(spec)
-    autoselect = Setting(AUTOSELECT, 1.0, 1.0, spec.games)
-    planned = [*search, autoselect, given.at_zero_offset()]
+    autoselect = None if spec.openbench else Setting(AUTOSELECT, 1.0, 1.0, spec.games)
+    compared = [] if autoselect is None else [autoselect]
+    planned = [*search, *compared, given.at_zero_offset()]
     runs = _Runs(progress, sum(_events(setups[s.games]) for s in planned))
     for setting in planned:
         setup = setups[setting.games]
         runs.run(at_start(setup) if setting.instances == ZERO_OFFSET else setup, setting)
-    candidates = [*search, autoselect]
+    candidates = [*search, *compared]
     final = np.stack([runs.results[s].gain[:, -1] for s in candidates])
     p_floor = None
     if given in runs.results:  # the search holds the tune as given
@@ -230,7 +300,7 @@ def run_plan(spec: PlanSpec, progress: Callable[[int, int], None] | None = None)
     if recommended != given:
         runs.total += _events(setups[recommended.games])
         runs.run(at_start(setups[recommended.games]), recommended.at_zero_offset())
-    for setting in dict.fromkeys((given, recommended, autoselect)):
+    for setting in dict.fromkeys((given, recommended, *compared)):
         runs.predict(setups[setting.games], setting)
     runs.finish()
     return plan_dataset(spec, setups, runs.results, given, recommended, autoselect, skipped)
@@ -368,7 +438,7 @@ def plan_dataset(spec, setups, results, given, recommended, autoselect, skipped)
         np.arange(spec.checkpoints),
         {"long_name": "checkpoint index (evenly spaced in pairs over each run's budget)"},
     )
-    info = results[autoselect].arm_info
+    info = {} if autoselect is None else results[autoselect].arm_info
     attrs = {
         "title": f"spsa-bench plan: {spec.source}",
         "source_block": spec.source,
@@ -382,10 +452,11 @@ def plan_dataset(spec, setups, results, given, recommended, autoselect, skipped)
         "spsa_gamma": spec.gamma,
         "given_run": given.label,
         "recommended_run": recommended.label,
-        "autoselect_run": autoselect.label,
+        "autoselect_run": "none" if autoselect is None else autoselect.label,
         "skipped_budgets": "; ".join(skipped) or "none",
         "truth_prior": json.dumps(spec.prior.to_dict(), sort_keys=True),
         "batch_mode_settings": json.dumps(setup.config.resolved["batch_modes"][spec.batch_mode]),
+        **_openbench_attrs(spec),
         **{key: float(value) for key, value in sorted(info.items())},
         **setup.noise.attributes(),
         **provenance(setup.config.to_json()),
@@ -393,4 +464,19 @@ def plan_dataset(spec, setups, results, given, recommended, autoselect, skipped)
     return conform(xr.Dataset(data_vars, coords, attrs))
 
 
-__all__ = ["plan_config", "run_plan", "predicted_rounding"]
+def _openbench_attrs(spec: PlanSpec) -> dict:
+    """An OpenBench plan's framework and dispatch (a Fishtest plan has none of these
+    attributes, so its plan.nc is unchanged)."""
+    if not spec.openbench:
+        return {}
+    return {
+        "framework": spec.framework,
+        "openbench_pairs_per": spec.pairs_per,
+        "openbench_distribution": spec.distribution,
+        "openbench_machines": spec.machines,
+        "openbench_concurrency": spec.concurrency,
+        "openbench_iterations_given": spec.games // (2 * spec.pairs_per),
+    }
+
+
+__all__ = ["plan_config", "run_plan", "predicted_rounding", "coupled_probabilities"]

@@ -5,15 +5,19 @@ The bottom of :mod:`spsa_bench.plan`: :mod:`spsa_bench.plan.run`,
 :mod:`spsa_bench.plan.summary` and :mod:`spsa_bench.plan.figure` import from here, and
 this module imports none of them, so the package has no import circle.
 
-- :class:`PlanSpec`: the parameter block, the games budget, the time control, a batch
-  mode of the packaged default configuration, the number of instances (seeds), the
-  prior over the unknown truth, the tune's SPSA gain schedule (``A`` as a share of the
-  iterations, alpha, gamma) and the search (multipliers on c_end, r_end and games);
+- :class:`PlanSpec`: the framework (Fishtest or OpenBench), the parameter block in
+  that framework's format, the games budget, the time control, the dispatch (a batch
+  mode of the packaged default configuration for Fishtest; OpenBench's workloads of
+  ``pairs_per`` pairs, SINGLE or MULTIPLE, on a pool of machines), the number of
+  instances (seeds), the prior over the unknown truth, the tune's SPSA gain schedule
+  (``A`` as a share of the iterations, alpha, gamma) and the search (multipliers on
+  c_end, r_end and games);
 - :class:`Setting`: one run of the plan (an arm, its multipliers, its budget and its
   instances); :func:`search_settings` is every ``c_scale x r_scale x games`` of the
   search, :func:`given_setting` the tune as given (``c_scale = r_scale = 1``);
-- :func:`budgets`: ``games x scale`` rounded to Fishtest's step of 1,000, the budgets
-  Fishtest would refuse left out and named;
+- :func:`budgets`: ``games x scale`` rounded to the framework's step (Fishtest's 1,000
+  games; OpenBench's iteration of ``2 pairs_per`` games), the budgets out of range left
+  out and named;
 - :func:`recommend`: the cheapest setting whose mean final gain is within the margin of
   the best mean.
 """
@@ -28,6 +32,7 @@ import numpy as np
 
 from spsa_bench.config.limits import LimitError
 from spsa_bench.config.loader import PACKAGED_CONFIG, ConfigError, read_yaml
+from spsa_bench.config.openbench_block import OpenBenchBlock, parse_openbench_block
 from spsa_bench.config.param_block import (
     GAMES_STEP,
     MAX_GAMES,
@@ -38,11 +43,28 @@ from spsa_bench.config.param_block import (
     parse_block,
 )
 from spsa_bench.model.instances import TruthPrior
-from spsa_bench.model.time_control import TIME_CONTROLS
+from spsa_bench.model.time_control import TIME_CONTROLS, game_duration
 
 SCENARIO = "plan"
 SPSA = "spsa"
 AUTOSELECT = "spsa-autoselect"
+#: OpenBench's SPSA (optimizers/openbench.py), the kind of every run of an OpenBench plan.
+OPENBENCH = "spsa-openbench"
+FISHTEST_FRAMEWORK, OPENBENCH_FRAMEWORK = "fishtest", "openbench"
+FRAMEWORKS = (FISHTEST_FRAMEWORK, OPENBENCH_FRAMEWORK)
+#: OpenBench's tune form's defaults (AndyGrant/OpenBench at 9906bad18e04,
+#: ``Templates/OpenBench/create_workload.html``, the TUNE branch: A-Ratio 0.1, Alpha
+#: 0.602, Gamma 0.101, Pairs-Per 8, Distribution SINGLE, Reporting BATCHED; Iterations
+#: 25000). The gains' defaults are Fishtest's (below); the replay models BULK reporting.
+OPENBENCH_PAIRS_PER = 8
+OPENBENCH_ITERATIONS = 25_000
+DISTRIBUTIONS = ("single", "multiple")
+#: The planner's pool of OpenBench machines (assumptions, docs/plan.md): machines, each
+#: playing ``concurrency`` games at once, speed factors U(0.5, 2) as the packaged
+#: asynchronous pools, game durations of the time control (model/time_control.py).
+DEFAULT_MACHINES = 20
+DEFAULT_CONCURRENCY = 16
+OPENBENCH_SPEED = {"min": 0.5, "max": 2.0}
 #: Fishtest's SPSA form's defaults: A = 0.1 N (fishtest #1326, ``spsa_workflow.py``
 #: ``build_spsa_state``), alpha 0.602, gamma 0.101 (the spsa kind's defaults).
 DEFAULT_A_RATIO = 0.1
@@ -80,6 +102,7 @@ REPLAY_SECONDS = {
     "sync": (25e-6, 0.06e-6),
     "fixed": (25e-6, 0.3e-6),
     "variable": (70e-6, 0.7e-6),
+    "openbench": (25e-6, 0.3e-6),
 }
 #: The planner refuses a plan whose estimated time (:func:`estimated_seconds`) is above this.
 MAX_PLAN_SECONDS = 3600.0
@@ -104,10 +127,22 @@ class PlanSpec:
     a_ratio: float = DEFAULT_A_RATIO  # A = int(a_ratio * games / 2)
     alpha: float = DEFAULT_ALPHA
     gamma: float = DEFAULT_GAMMA
+    framework: str = FISHTEST_FRAMEWORK
+    # OpenBench only: its pairs per workload and runner, its distribution, the pool
+    pairs_per: int = OPENBENCH_PAIRS_PER
+    distribution: str = "single"
+    machines: int = DEFAULT_MACHINES
+    concurrency: int = DEFAULT_CONCURRENCY
 
     def __post_init__(self) -> None:
-        parse_block(self.block_text)  # BlockError names the line and the field
-        object.__setattr__(self, "games", check_games(self.games))
+        if self.framework not in FRAMEWORKS:
+            raise ConfigError(f"--framework = {self.framework!r}: one of {', '.join(FRAMEWORKS)}")
+        parse_framework_block(self.framework, self.block_text)  # names the line and field
+        if self.framework == OPENBENCH_FRAMEWORK:
+            _check_openbench(self)
+            object.__setattr__(self, "batch_mode", f"openbench-{self.distribution}")
+        else:
+            object.__setattr__(self, "games", check_games(self.games))
         if self.time_control not in TIME_CONTROLS:
             raise ConfigError(
                 f"--time-control = {self.time_control!r}: one of {', '.join(TIME_CONTROLS)}"
@@ -132,17 +167,96 @@ class PlanSpec:
         ):
             object.__setattr__(self, flag[2:].replace("-", "_"), _scales(flag, scales))
         for c_scale in (min(self.c_scales), max(self.c_scales)):
-            _check_scaled_block(self.block, c_scale, max(self.r_scales))
+            _check_scaled_block(self, c_scale, max(self.r_scales))
         _check_gains(self)
 
     @property
     def spsa(self) -> dict:
-        """The spsa arm's gain schedule in the configuration's terms."""
-        return {"A_ratio": self.a_ratio, "alpha": self.alpha, "gamma": self.gamma}
+        """The SPSA arm's gain schedule in the configuration's terms (and OpenBench's
+        ``pairs_per``, which sets its iterations)."""
+        gains = {"A_ratio": self.a_ratio, "alpha": self.alpha, "gamma": self.gamma}
+        return {**gains, "pairs_per": self.pairs_per} if self.openbench else gains
+
+    @property
+    def openbench(self) -> bool:
+        return self.framework == OPENBENCH_FRAMEWORK
+
+    @property
+    def spsa_kind(self) -> str:
+        """The optimizer kind of the plan's SPSA runs: Fishtest's or OpenBench's."""
+        return OPENBENCH if self.openbench else SPSA
+
+    @property
+    def games_step(self) -> int:
+        """Games of one step of the budget: Fishtest's 1,000, OpenBench's iteration."""
+        return 2 * self.pairs_per if self.openbench else GAMES_STEP
 
     @property
     def block(self):
-        return parse_block(self.block_text)
+        """The block as parsed: an OpenBench block carries its ``integer`` flags."""
+        return parse_framework_block(self.framework, self.block_text)
+
+    def openbench_mode(self) -> dict:
+        """OpenBench's dispatch as a batch mode (``batch: openbench``,
+        docs/frameworks.md): the pool of ``machines``, each of ``concurrency`` games at
+        once, its workloads of ``pairs_per`` pairs per runner in ``distribution``."""
+        return {
+            "workers": self.machines,
+            "batch": "openbench",
+            "pairs_per": self.pairs_per,
+            "distribution": self.distribution,
+            "concurrency": {"min": self.concurrency, "max": self.concurrency},
+            "speed": dict(OPENBENCH_SPEED),
+            "game_duration": game_duration(self.time_control),
+        }
+
+
+def parse_framework_block(framework: str, text: str):
+    """The block in ``framework``'s format; a block that only the other framework's
+    parser takes is refused naming the line and field, and the flag that would take it."""
+    parse, other, flag, name = (
+        (parse_openbench_block, parse_block, FISHTEST_FRAMEWORK, "Fishtest")
+        if framework == OPENBENCH_FRAMEWORK
+        else (parse_block, parse_openbench_block, OPENBENCH_FRAMEWORK, "OpenBench")
+    )
+    try:
+        return parse(text)
+    except BlockError as error:
+        try:
+            other(text)
+        except BlockError:
+            raise error from None
+        raise BlockError(
+            f"{error}; the block is in {name}'s format: give --framework {flag}"
+        ) from None
+
+
+def _check_openbench(spec: PlanSpec) -> None:
+    """OpenBench's options: ``pairs_per`` an integer >= 1 (the form's check), the
+    distribution, the pool, and games a whole number of iterations (``2 pairs_per``
+    games each) within the planner's range."""
+    for flag, value, low in (
+        ("--pairs-per", spec.pairs_per, 1),
+        ("--machines", spec.machines, 1),
+        ("--concurrency", spec.concurrency, 1),
+    ):
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= 10_000:
+            raise ConfigError(f"{flag} = {value!r}: must be an integer in [{low}, 10000]")
+    if spec.distribution not in DISTRIBUTIONS:
+        raise ConfigError(
+            f"--distribution = {spec.distribution!r}: one of {', '.join(DISTRIBUTIONS)}"
+        )
+    if spec.distribution == "multiple" and spec.concurrency < 2:
+        raise ConfigError(
+            f"--concurrency = {spec.concurrency}: MULTIPLE runs concurrency // 2 runners of "
+            "2 games each, so it needs at least 2"
+        )
+    step = 2 * spec.pairs_per
+    if not (MIN_GAMES <= spec.games <= MAX_GAMES and spec.games % step == 0):
+        raise ConfigError(
+            f"--games = {spec.games}: OpenBench plays whole iterations of 2 x pairs_per = "
+            f"{step} games; give a multiple of {step} from {MIN_GAMES:,} to {MAX_GAMES:,}"
+        )
 
 
 def _scales(flag: str, scales: Sequence[float]) -> tuple[float, ...]:
@@ -160,15 +274,24 @@ def _scales(flag: str, scales: Sequence[float]) -> tuple[float, ...]:
     return tuple(sorted({*values, 1.0}))
 
 
-def _check_scaled_block(block: ParamBlock, c_scale: float, r_scale: float) -> None:
+def scaled_block(block: ParamBlock, c_scale: float, r_scale: float) -> ParamBlock:
+    """``block`` (of either framework) with every c_end multiplied by ``c_scale`` and
+    every r_end by ``r_scale``."""
+    with np.errstate(over="ignore", under="ignore"):  # inf or 0: refused by the checks
+        c_end, r_end = block.c_end * c_scale, block.r_end * r_scale
+    fields = (block.names, block.start, block.min, block.max, c_end, r_end)
+    if isinstance(block, OpenBenchBlock):
+        return OpenBenchBlock(*fields, integer=block.integer)
+    return ParamBlock(*fields)
+
+
+def _check_scaled_block(spec: PlanSpec, c_scale: float, r_scale: float) -> None:
     """The block with every c_end multiplied by ``c_scale`` and every r_end by
     ``r_scale`` passes the block's checks (its derived quantities stay finite), else
     the error names the flags."""
-    with np.errstate(over="ignore", under="ignore"):  # inf or 0: refused below
-        c_end, r_end = block.c_end * c_scale, block.r_end * r_scale
-    scaled = ParamBlock(block.names, block.start, block.min, block.max, c_end, r_end)
+    scaled = scaled_block(spec.block, c_scale, r_scale)
     try:
-        parse_block(scaled.to_text())
+        parse_framework_block(spec.framework, scaled.to_text())
     except BlockError as error:
         raise ConfigError(
             f"--c-scales {c_scale:g}, --r-scales {r_scale:g}: the scaled block's {error}"
@@ -178,13 +301,17 @@ def _check_scaled_block(block: ParamBlock, c_scale: float, r_scale: float) -> No
 def _check_gains(spec: PlanSpec) -> None:
     """The largest gains of the search are finite: ``c = c_end N^gamma`` and ``a =
     r_end c_end^2 (A + N)^alpha`` at the largest multipliers and budget (the block's
-    checks assume A <= 0.1 N; ``--a-ratio`` may be larger), else the error names the flags."""
+    checks assume A <= 0.1 N; ``--a-ratio`` may be larger), else the error names the
+    flags. For OpenBench ``N`` is its iterations, ``pairs // pairs_per``, and ``A =
+    A_ratio N`` is not truncated (``spsa_utils.create_spsa_run``)."""
     pairs = max(budgets(spec)[0], default=spec.games) // 2
     block, c_scale, r_scale = spec.block, max(spec.c_scales), max(spec.r_scales)
+    n = max(1, pairs // spec.pairs_per) if spec.openbench else pairs
+    offset = spec.a_ratio * n if spec.openbench else int(spec.a_ratio * pairs)
     with np.errstate(over="ignore", invalid="ignore"):
         c_end = block.c_end * c_scale
-        a = block.r_end * r_scale * c_end**2 * (int(spec.a_ratio * pairs) + pairs) ** spec.alpha
-        c = c_end * float(pairs) ** spec.gamma
+        a = block.r_end * r_scale * c_end**2 * (offset + n) ** spec.alpha
+        c = c_end * float(n) ** spec.gamma
     if not (np.all(np.isfinite(a)) and np.all(np.isfinite(c))):
         raise ConfigError(
             f"--a-ratio {spec.a_ratio:g}, --alpha {spec.alpha:g}, --gamma {spec.gamma:g}: the "
@@ -197,7 +324,7 @@ def _check_gains(spec: PlanSpec) -> None:
 class Setting:
     """One run of the plan: an arm's multipliers, its games and its instances."""
 
-    kind: str  # SPSA or AUTOSELECT
+    kind: str  # SPSA, AUTOSELECT or OPENBENCH
     c_scale: float
     r_scale: float
     games: int
@@ -217,16 +344,19 @@ class Setting:
 
 
 def budgets(spec: PlanSpec) -> tuple[list[int], list[str]]:
-    """The games budgets of the search (``games x scale`` rounded to Fishtest's step of
-    1,000) and a note for each scale whose budget Fishtest would refuse."""
+    """The games budgets of the search (``games x scale`` rounded to the framework's
+    step: Fishtest's 1,000 games, OpenBench's iteration of ``2 pairs_per`` games) and a
+    note for each scale whose budget is out of range (Fishtest's limits; the planner
+    keeps OpenBench's budgets in the same range, OpenBench itself has no cap)."""
     kept, skipped = set(), []
+    step, who = spec.games_step, "OpenBench plans take" if spec.openbench else "Fishtest takes"
     for scale in spec.games_scales:
-        games = int(round(spec.games * scale / GAMES_STEP)) * GAMES_STEP
+        games = int(round(spec.games * scale / step)) * step
         if MIN_GAMES <= games <= MAX_GAMES:
             kept.add(games)
         else:
             skipped.append(
-                f"x{scale:g} ({spec.games * scale:,.0f} games: Fishtest takes "
+                f"x{scale:g} ({spec.games * scale:,.0f} games: {who} "
                 f"{MIN_GAMES:,} to {MAX_GAMES:,})"
             )
     return sorted(kept), skipped
@@ -248,11 +378,12 @@ def check_batch_mode(name: str) -> None:
 
 def search_settings(spec: PlanSpec, games: Sequence[int]) -> list[Setting]:
     """Every ``c_scale x r_scale x games`` of the search, cheapest budget first."""
-    return [Setting(SPSA, c, r, g) for g in games for c in spec.c_scales for r in spec.r_scales]
+    kind = spec.spsa_kind
+    return [Setting(kind, c, r, g) for g in games for c in spec.c_scales for r in spec.r_scales]
 
 
 def given_setting(spec: PlanSpec) -> Setting:
-    return Setting(SPSA, 1.0, 1.0, spec.games)
+    return Setting(spec.spsa_kind, 1.0, 1.0, spec.games)
 
 
 def recommend(games, final_gains: np.ndarray, margin: float, p_floor: float | None = None) -> int:
@@ -280,19 +411,23 @@ def recommend(games, final_gains: np.ndarray, margin: float, p_floor: float | No
 
 
 def planned_games(spec: PlanSpec) -> list[int]:
-    """The games budget of every run the plan may replay: the search, Autoselect and the
-    given setting's noise floor at the given games, and the recommended setting's noise
-    floor (counted at the largest budget, as it is not known before the search)."""
+    """The games budget of every run the plan may replay: the search, Autoselect (Fishtest
+    only) and the given setting's noise floor at the given games, and the recommended
+    setting's noise floor (counted at the largest budget, as it is not known before the
+    search)."""
     games, _ = budgets(spec)
     search = [g for g in games for _ in spec.c_scales for _ in spec.r_scales]
-    return [*search, spec.games, spec.games, max(games, default=spec.games)]
+    given = [spec.games] if spec.openbench else [spec.games, spec.games]
+    return [*search, *given, max(games, default=spec.games)]
 
 
 def estimated_seconds(spec: PlanSpec) -> float:
     """The plan's estimated time: every planned run's game pairs ``P`` (``games / 2``)
     times ``a + b S`` for ``S`` instances, with ``(a, b)`` of :data:`REPLAY_SECONDS`
     for the batch mode's kind."""
-    mode = packaged_batch_modes().get(spec.batch_mode, {})
+    mode = (
+        spec.openbench_mode() if spec.openbench else packaged_batch_modes().get(spec.batch_mode, {})
+    )
     kind = "sync" if mode.get("workers") == 1 else str(mode.get("batch", "variable"))
     per_pair, per_instance_pair = REPLAY_SECONDS.get(kind, REPLAY_SECONDS["variable"])
     pairs = sum(planned_games(spec)) // 2

@@ -20,16 +20,20 @@ import xarray as xr
 from spsa_bench.analysis import stats
 from spsa_bench.analysis.tables import markdown_table
 from spsa_bench.config.block_guards import printable_text
-from spsa_bench.config.param_block import ParamBlock, parse_block
+from spsa_bench.config.param_block import ParamBlock
 from spsa_bench.model.instances import TruthPrior
 from spsa_bench.plan.spec import (
     AUTOSELECT,
     DEFAULT_A_RATIO,
     DEFAULT_ALPHA,
     DEFAULT_GAMMA,
+    FISHTEST_FRAMEWORK,
     LEVEL,
+    OPENBENCH_FRAMEWORK,
     PRIOR,
     ZERO_OFFSET,
+    parse_framework_block,
+    scaled_block,
 )
 
 #: A parameter barely moves when its median final move is below this many c_end.
@@ -39,6 +43,9 @@ PINNED_SHARE = 0.1
 #: An integer parameter with c_end below this many integer steps has a rounding hazard
 #: (fishtest #1912 proposed never probing below 2).
 HAZARD_C_END = 2.0
+#: OpenBench: an int parameter whose c_end is below OpenBench's c_k floor ends the run
+#: probed at the floor, with its step r_k computed from it (docs/frameworks.md).
+OPENBENCH_C_FLOOR = 0.5
 #: Elo thresholds of the outcome's probabilities.
 ONE_ELO = 1.0
 
@@ -100,8 +107,22 @@ def _prior(ds: xr.Dataset) -> TruthPrior:
     return TruthPrior.from_mapping(json.loads(ds.attrs["truth_prior"]))
 
 
+def framework(ds: xr.Dataset) -> str:
+    """``fishtest`` or ``openbench`` (a Fishtest plan's plan.nc has no such attribute)."""
+    return str(ds.attrs.get("framework", FISHTEST_FRAMEWORK))
+
+
+def _openbench(ds: xr.Dataset) -> bool:
+    return framework(ds) == OPENBENCH_FRAMEWORK
+
+
 def _block(ds: xr.Dataset) -> ParamBlock:
-    return parse_block(str(ds.attrs["block"]))
+    return parse_framework_block(framework(ds), str(ds.attrs["block"]))
+
+
+def _iterations(ds: xr.Dataset, games: int) -> int:
+    """OpenBench's iterations of ``games``: ``games / (2 pairs_per)``."""
+    return games // (2 * int(ds.attrs["openbench_pairs_per"]))
 
 
 def runs_of(ds: xr.Dataset, instances: str = PRIOR) -> list[str]:
@@ -116,6 +137,12 @@ def gain_schedule(ds: xr.Dataset) -> str:
     alpha = float(ds.attrs.get("spsa_alpha", DEFAULT_ALPHA))
     gamma = float(ds.attrs.get("spsa_gamma", DEFAULT_GAMMA))
     games = int(ds.attrs["games_given"])
+    if _openbench(ds):
+        iterations = _iterations(ds, games)
+        return (
+            f"A-Ratio {a_ratio:g} (A = {a_ratio * iterations:g} of {iterations:,} iterations), "
+            f"α {alpha:g}, γ {gamma:g}, Pairs-Per {int(ds.attrs['openbench_pairs_per'])}"
+        )
     default = (a_ratio, alpha, gamma) == (DEFAULT_A_RATIO, DEFAULT_ALPHA, DEFAULT_GAMMA)
     text = f"A = {a_ratio:g} N, α {alpha:g}, γ {gamma:g}"
     if default:
@@ -127,6 +154,8 @@ def gain_schedule(ds: xr.Dataset) -> str:
 
 
 def header(ds: xr.Dataset) -> list[str]:
+    if _openbench(ds):
+        return _openbench_header(ds)
     block = _block(ds)
     mode = json.loads(ds.attrs["batch_mode_settings"])
     games = int(ds.attrs["games_given"])
@@ -145,6 +174,35 @@ def header(ds: xr.Dataset) -> list[str]:
         "the block's c_end and r_end) with the worker's stochastic rounding, "
         f"simulated on **{ds.sizes['seed']} instances** of the prior below. A simulation "
         "under stated assumptions, not a measurement of your engine.",
+    ]
+
+
+def _openbench_header(ds: xr.Dataset) -> list[str]:
+    block = _block(ds)
+    games = int(ds.attrs["games_given"])
+    pairs_per = int(ds.attrs["openbench_pairs_per"])
+    distribution = str(ds.attrs["openbench_distribution"]).upper()
+    machines, concurrency = (int(ds.attrs[f"openbench_{k}"]) for k in ("machines", "concurrency"))
+    per_workload = (
+        f"one perturbation per workload of {pairs_per} × {concurrency} pairs"
+        if distribution == "SINGLE"
+        else f"one perturbation per runner: {concurrency // 2} runners of {pairs_per} pairs"
+    )
+    ints = int(np.sum(block.integer))
+    return [
+        f"# spsa-bench plan (OpenBench): {markdown_text(str(ds.attrs['source_block']))}",
+        "",
+        f"{len(block)} parameters ({ints} int, {len(block) - ints} float), **{games:,} games** "
+        f"({games // 2:,} game pairs, {_iterations(ds, games):,} iterations of {pairs_per} "
+        f"pairs), **{ds.attrs['time_control']}** game noise (draw rate "
+        f"{ds.attrs['noise_draw_rate']:.3f}, σ² {ds.attrs['noise_sigma2']:.4f} per pair at "
+        f"equal strength), **OpenBench's SPSA** ({gain_schedule(ds)}, the block's c_end and "
+        "r_end, an int parameter's c_k never below 0.5) with coupled rounding (both engines "
+        f"floor(x + U) with one U), distribution **{distribution}** ({per_workload}) on "
+        f"{machines} machines of {concurrency} concurrent games, reporting BULK, simulated on "
+        f"**{ds.sizes['seed']} instances** of the prior below. OpenBench's form defaults to "
+        "BATCHED reporting, which the simulator does not model (docs/frameworks.md). A "
+        "simulation under stated assumptions, not a measurement of your engine.",
     ]
 
 
@@ -242,7 +300,8 @@ def parameter_table(ds: xr.Dataset, run: str | None = None) -> pd.DataFrame:
     tolerance = np.where(integer, 0.5, 0.0)  # the engine plays the bound
     pinned = ((theta <= low + tolerance) | (theta >= high - tolerance)).mean(axis=0)
     median = np.median(move, axis=0)
-    hazard = integer & (c_end < HAZARD_C_END)
+    threshold = OPENBENCH_C_FLOOR if _openbench(ds) else HAZARD_C_END
+    hazard = integer & (c_end < threshold)
     table = pd.DataFrame(
         {
             "param": [str(p) for p in ds["param"].values],
@@ -257,18 +316,19 @@ def parameter_table(ds: xr.Dataset, run: str | None = None) -> pd.DataFrame:
             "swapped": ds["predicted_swapped_share"].sel(run=run).values,
         }
     )
-    table["flags"] = [_flags(row) for row in table.itertuples()]
+    hazard_flag = "at the c floor" if _openbench(ds) else "rounding hazard"
+    table["flags"] = [_flags(row, hazard_flag) for row in table.itertuples()]
     return table
 
 
-def _flags(row) -> str:
+def _flags(row, hazard_flag: str = "rounding hazard") -> str:
     flags = []
     if row.barely_moves:
         flags.append("barely moves")
     if row.pinned >= PINNED_SHARE:
         flags.append(f"pinned ({row.pinned:.0%})")
     if row.hazard:
-        flags.append("rounding hazard")
+        flags.append(hazard_flag)
     return ", ".join(flags)
 
 
@@ -286,20 +346,35 @@ def parameter_section(ds: xr.Dataset) -> list[str]:
     given = str(ds.attrs["given_run"])
     measured = float(np.nanmean(ds["probe_equal_fraction"].sel(run=given)))
     swapped = float(np.nanmean(ds["probe_swapped_fraction"].sel(run=given)))
+    hazard_flag = "at the c floor" if _openbench(ds) else "rounding hazard"
     counts = {
         flag: int(table["flags"].str.contains(flag).sum())
-        for flag in ("barely moves", "pinned", "rounding hazard")
+        for flag in ("barely moves", "pinned", hazard_flag)
     }
+    if _openbench(ds):
+        hazard_text = (
+            f"*at the c floor*: an int parameter with c_end below OpenBench's floor "
+            f"{OPENBENCH_C_FLOOR:g}: its probe ends the run at ±{OPENBENCH_C_FLOOR:g} and its "
+            "step r_k = a_k / c_k² is computed from the raised c_k. With coupled rounding and "
+            "the floor the two engines never play the same integer away from the bounds; "
+            "*equal* / *swapped*: predicted share of workloads whose two engines played the "
+            "same integer / integers in the opposite order to the flip (closed form of "
+            "coupled rounding at the simulated θ, each workload's floored c_k and the clip)"
+        )
+    else:
+        hazard_text = (
+            f"*rounding hazard*: an integer parameter with c_end below {HAZARD_C_END:g}; "
+            "*equal* / *swapped*: predicted share of batches whose two engines played the "
+            "same integer / integers in the opposite order to the flip (closed form at the "
+            "simulated θ and each batch's c_k)"
+        )
     return [
         "## 2. Per parameter (the tune as given)",
         "",
         f"*move*: median over instances of |final − start|, in c_end and in integer steps. "
         f"*barely moves*: median move below {BARELY_MOVES:g} c_end. *pinned*: share of "
         f"instances ending within half a step of min or max (flagged from "
-        f"{PINNED_SHARE:.0%}). *rounding hazard*: an integer parameter with c_end below "
-        f"{HAZARD_C_END:g}; *equal* / *swapped*: predicted share of batches whose two "
-        "engines played the same integer / integers in the opposite order to the flip "
-        "(closed form at the simulated θ and each batch's c_k).",
+        f"{PINNED_SHARE:.0%}). {hazard_text}.",
         "",
         markdown_table(
             table,
@@ -318,8 +393,9 @@ def parameter_section(ds: xr.Dataset) -> list[str]:
         ),
         "",
         f"{counts['barely moves']} of {len(table)} parameters barely move, "
-        f"{counts['pinned']} are pinned, {counts['rounding hazard']} have a rounding hazard. "
-        f"Measured over every parameter and batch of the tune: {measured:.1%} equal, "
+        f"{counts['pinned']} are pinned, {counts[hazard_flag]} "
+        + ("are at the c floor. " if _openbench(ds) else "have a rounding hazard. ")
+        + f"Measured over every parameter and batch of the tune: {measured:.1%} equal, "
         f"{swapped:.1%} swapped integers.",
     ]
 
@@ -357,6 +433,8 @@ def noise_floor_section(ds: xr.Dataset) -> list[str]:
 def setting_text(ds: xr.Dataset, run: str) -> str:
     row = ds.sel(run=run)
     games = f"{int(row['games']):,} games"
+    if _openbench(ds):
+        games += f" ({_iterations(ds, int(row['games'])):,} iterations)"
     if str(row["arm"].values) == AUTOSELECT:
         return f"Autoselect, {games}"
     return f"c_end ×{float(row['c_scale']):g}, r_end ×{float(row['r_scale']):g}, {games}"
@@ -420,14 +498,26 @@ def settings_section(ds: xr.Dataset) -> list[str]:
         for row in order.itertuples()
     ]
     margin = float(ds.attrs["margin_elo"])
+    if _openbench(ds):
+        searched = (
+            "OpenBench's SPSA with every c_end and r_end of the block multiplied, and the "
+            "games budget multiplied (whole iterations); the A-Ratio, α, γ, Pairs-Per, "
+            "distribution and machines stay as given (OpenBench has no Autoselect)."
+        )
+        cheapest = "(fewest games)"
+    else:
+        searched = (
+            "Fishtest's SPSA with every c_end and r_end of the block multiplied, and the "
+            "games budget multiplied; Autoselect at the given games for comparison."
+        )
+        cheapest = "(fewest games; Autoselect included)"
     return [
         "## 4. Better settings",
         "",
-        "Fishtest's SPSA with every c_end and r_end of the block multiplied, and the games "
-        "budget multiplied; Autoselect at the given games for comparison. Every setting "
+        f"{searched} Every setting "
         "plays the same instances with the same random numbers, so *Δ vs given* is a paired "
         "difference (mean and 95% CI over instances). The recommendation is the cheapest "
-        "setting (fewest games; Autoselect included) whose expected gain is within "
+        f"setting {cheapest} whose expected gain is within "
         f"**{margin:g} Elo** of the best one (--margin) and whose P(gain > 0) is at least "
         "the lower end of the 95% interval of the given setting's (no riskier than the "
         "tune as given, beyond that estimate's own uncertainty).",
@@ -437,8 +527,7 @@ def settings_section(ds: xr.Dataset) -> list[str]:
         *lines,
         "",
         *_recommendation(ds, table),
-        "",
-        *_autoselect(ds, table),
+        *(["", *autoselect] if (autoselect := _autoselect(ds, table)) else []),
     ]
 
 
@@ -475,18 +564,21 @@ def _recommendation(ds: xr.Dataset, table: pd.DataFrame) -> list[str]:
             "",
             *code_block(block.to_text().rstrip("\n")),
         ]
-    scaled = ParamBlock(
-        block.names,
-        block.start,
-        block.min,
-        block.max,
-        block.c_end * float(ds["c_scale"].sel(run=chosen)),
-        block.r_end * float(ds["r_scale"].sel(run=chosen)),
+    scaled = scaled_block(
+        block, float(ds["c_scale"].sel(run=chosen)), float(ds["r_scale"].sel(run=chosen))
     )
+    games = int(row["games"])
+    where = f"with {games:,} games"
+    if _openbench(ds):
+        where = (
+            f"in OpenBench's tune form with Iterations {_iterations(ds, games):,} and "
+            f"Pairs-Per {int(ds.attrs['openbench_pairs_per'])} ({games:,} games), the other "
+            "settings as given"
+        )
     return [
         *lines,
         "",
-        f"The block to paste for it, with {int(row['games']):,} games:",
+        f"The block to paste for it, {where}:",
         "",
         *code_block(scaled.to_text().rstrip("\n")),
     ]
@@ -494,6 +586,8 @@ def _recommendation(ds: xr.Dataset, table: pd.DataFrame) -> list[str]:
 
 def _autoselect(ds: xr.Dataset, table: pd.DataFrame) -> list[str]:
     run = str(ds.attrs["autoselect_run"])
+    if run == "none":  # an OpenBench plan: OpenBench has no Autoselect
+        return []
     row = table.set_index("run").loc[run]
     return [
         f"*Autoselect* (Fishtest's checkbox: constant gains A = α = γ = 0, c_end = range/6, "
