@@ -113,9 +113,10 @@ def test_single_workload_is_pairs_per_times_concurrency():
 def test_new_keys_leave_other_modes_alone():
     assert "pairs_per" not in AsyncSettings.config_defaults()
     assert "distribution" not in AsyncSettings.config_defaults()
+    assert "reporting" not in AsyncSettings.config_defaults()
     config = resolve(small_config_dict())
     for name, mode in config.resolved["batch_modes"].items():
-        assert "pairs_per" not in mode and "distribution" not in mode, name
+        assert not {"pairs_per", "distribution", "reporting"} & set(mode), name
 
 
 def _with_mode(mode: dict) -> dict:
@@ -139,9 +140,84 @@ def _with_mode(mode: dict) -> dict:
             {"workers": 2, "batch": "openbench", "distribution": "multiple"},
             "batch_modes.ob.concurrency = {min: 1, max: 64}: distribution 'multiple' needs one concurrency",
         ),
+        (
+            {"workers": 2, "batch": "variable", "reporting": "batched"},
+            "batch_modes.ob.reporting: only batch: openbench takes reporting",
+        ),
+        (
+            {"workers": 2, "batch": "openbench", "reporting": "weekly"},
+            "batch_modes.ob.reporting = \"weekly\": 'weekly' is not one of",
+        ),
     ],
 )
 def test_bad_openbench_modes_are_refused(mode, message):
     with pytest.raises(ConfigError) as error:
         resolve(_with_mode(mode))
     assert message in str(error.value)
+
+
+@pytest.mark.parametrize("distribution", ["single", "multiple"])
+def test_batched_reports_split_each_job_in_30_second_pieces(distribution):
+    """BATCHED: every job of the BULK schedule becomes pieces reported at t0 + 30 k (and
+    at its end), its pairs in order, the pieces chained on their worker so that job
+    W + e is the one the worker freed by arrival e plays next."""
+    base = dict(
+        num_workers=3, batch="openbench", distribution=distribution, pairs_per=4,
+        concurrency_min=4, concurrency_max=4, duration_median=10.0, duration_p95=30.0,
+    )  # fmt: skip
+    seeds = [0, 1, 5]
+    bulk = async_schedule(ENTROPY, seeds, 700, AsyncSettings(**base))
+    batched = async_schedule(ENTROPY, seeds, 700, AsyncSettings(**base, reporting="batched"))
+    assert bulk.job_lead is None and batched.job_lead is not None
+    width = batched.num_workers
+    assert width == bulk.num_workers
+    for row in range(len(seeds)):
+        exists = batched.job_worker[row] >= 0
+        assert exists.sum() == batched.n_jobs[row] > bulk.n_jobs[row]
+        lead = batched.job_lead[row]
+        # the pieces of each lead: the BULK job's pairs, contiguous, from its offset
+        jobs = {}
+        for j in np.flatnonzero(exists):
+            jobs.setdefault(int(lead[j]), []).append(int(j))
+        n = bulk.n_jobs[row]
+        bulk_jobs = sorted(
+            zip(bulk.job_offset[row, :n], bulk.job_pairs[row, :n], bulk.job_dispatch_time[row, :n],
+                bulk.job_arrival_time[row, :n], strict=True)
+        )  # fmt: skip
+        got = []
+        for lead_job, pieces in jobs.items():
+            pieces.sort(key=lambda j: batched.job_arrival_time[row, j])
+            offsets = batched.job_offset[row, pieces]
+            pairs = batched.job_pairs[row, pieces]
+            np.testing.assert_array_equal(offsets[1:], (offsets + pairs)[:-1])  # contiguous
+            t0 = batched.job_dispatch_time[row, lead_job]
+            times = batched.job_arrival_time[row, pieces]
+            interim = (times[:-1] - t0) / 30.0
+            np.testing.assert_allclose(interim, np.round(interim), atol=1e-9)  # at t0 + 30 k
+            assert np.all(np.diff(times) > 0)
+            arrived = batched.job_arrived_before[row, pieces]
+            assert np.all(arrived == arrived[0])  # the hand-out's count, for every piece
+            got.append((offsets[0], pairs.sum(), t0, times[-1]))
+        assert sorted(got) == bulk_jobs
+        # the convention: job W + e is dispatched by arrival e's worker at its time
+        for e, j in enumerate(batched.arrival_job[row, : batched.n_jobs[row]]):
+            following = width + e
+            if following < batched.max_jobs and batched.job_worker[row, following] >= 0:
+                assert batched.job_worker[row, following] == batched.job_worker[row, j]
+                assert batched.job_dispatch_time[row, following] == batched.job_arrival_time[row, j]
+    assert np.all(batched.job_pairs.sum(axis=1) == 700)
+
+
+def test_batched_schedules_survive_their_file(tmp_path):
+    from spsa_bench.dispatch.storage import read_schedule
+    from spsa_bench.results.datasets import write_schedule
+
+    settings = AsyncSettings(
+        num_workers=3, batch="openbench", pairs_per=4, concurrency_min=4, concurrency_max=4,
+        duration_median=10.0, duration_p95=30.0, reporting="batched",
+    )  # fmt: skip
+    schedule = async_schedule(ENTROPY, [0, 2], 300, settings)
+    path = write_schedule(schedule, tmp_path / "s.nc", batch_mode="ob", settings_json="{}")
+    back = read_schedule(path, num_pairs=300)
+    for name in ("job_lead", "job_pairs", "job_offset", "job_arrived_before", "arrival_job"):
+        np.testing.assert_array_equal(getattr(back, name), getattr(schedule, name))

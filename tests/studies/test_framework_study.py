@@ -62,9 +62,17 @@ def test_report_files(dataset, tmp_path):
 
 
 #: OpenBench's dispatch panel on a small pool: 4 machines of concurrency 4 (MULTIPLE: 2
-#: runners each), the same machines in every mode.
-POOL = {"workers": 4, "batch": "openbench", "concurrency": {"min": 4, "max": 4}}
-DISPATCH = {"single": POOL, "multiple": {**POOL, "distribution": "multiple"}}
+#: runners each), the same machines in every mode; STC game durations (BATCHED: a
+#: workload of 32 pairs on 4 lanes reports several times).
+POOL = {
+    "workers": 4, "batch": "openbench", "concurrency": {"min": 4, "max": 4},
+    "game_duration": {"median": 23.5, "p95": 33.6},
+}  # fmt: skip
+DISPATCH = {
+    "single": POOL,
+    "multiple": {**POOL, "distribution": "multiple"},
+    "batched": {**POOL, "reporting": "batched"},
+}
 
 
 @pytest.fixture(scope="module")
@@ -98,10 +106,13 @@ def test_a_dispatch_arm_is_the_openbench_arm_replayed_on_its_mode(with_dispatch)
         expected = setup.problem.bowl.elo_loss(run.theta[:, -1])
         got = ds["dispatch_final_elo_loss"].sel(dispatch=entry.arm.name, c_end=1.0).values
         np.testing.assert_array_equal(got, expected)
-    assert entry.mode.settings.distribution == "multiple"
-    assert entry.arm.hyper.pairs_per == entry.mode.settings.pairs_per == 8
-    single, multiple = ds["dispatch_final_elo_loss"].values
+        assert entry.arm.hyper.pairs_per == entry.mode.settings.pairs_per == 8
+    settings = [(e.mode.settings.distribution, e.mode.settings.reporting) for e in section.dispatch]
+    assert settings == [("single", "bulk"), ("multiple", "bulk"), ("single", "batched")]
+    assert ds["reporting"].values.tolist() == ["bulk", "bulk", "batched"]
+    single, multiple, batched = ds["dispatch_final_elo_loss"].values
     assert not np.array_equal(single, multiple)  # different schedules, different runs
+    assert not np.array_equal(single, batched)
     # coupled rounding with the floor: never equal integers, whatever the dispatch
     assert np.all(ds["dispatch_probe_equal_fraction"].values == 0)
 
@@ -115,7 +126,7 @@ def test_dispatch_report(with_dispatch, tmp_path):
     study.write(ds, paths)
     table = pd.read_csv(tmp_path / "frameworks.csv")
     dispatch = table[table["panel"] == "dispatch"]
-    assert set(dispatch["arm"]) == {"openbench@single", "openbench@multiple"}
+    assert set(dispatch["arm"]) == {"openbench@single", "openbench@multiple", "openbench@batched"}
     assert (table["panel"] == "rules").sum() == 6 * 2
     # the panel's differences are to its first arm, paired seed by seed
     loss = ds["dispatch_final_elo_loss"].sel(c_end=0.25)

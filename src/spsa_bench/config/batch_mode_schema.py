@@ -28,7 +28,7 @@ BATCH_MODE = _object(
             "* 4 * round(tc_ratio); fishtest: Fishtest's worker rule, games = concurrency * 4 * "
             "max(1, round(tc_limit(LTC) / (2 tc_limit(tc)))), 12 x concurrency at STC, 4 x at LTC; "
             "openbench: OpenBench's workloads of pairs_per pairs (distribution), reported in "
-            "bulk (docs/frameworks.md)",
+            "bulk or in batches (reporting; docs/frameworks.md)",
         },
         "tc": {
             "type": "string",
@@ -49,6 +49,13 @@ BATCH_MODE = _object(
             "(default): one perturbation per workload of pairs_per x concurrency pairs; "
             "multiple: one per runner, concurrency // 2 runners of pairs_per pairs each "
             "(needs concurrency min = max >= 2)",
+        },
+        "reporting": {
+            "type": "string",
+            "enum": ["bulk", "batched"],
+            "description": "batch: openbench only: OpenBench's spsa_reporting_type; bulk "
+            "(default): a job's pairs arrive in one report at its end; batched: in pieces, "
+            "what has finished every 30 s, each applied with the job's one perturbation",
         },
         "batch_size": _int(
             "pairs per job in the fixed mode (the last job is cut to the budget)",

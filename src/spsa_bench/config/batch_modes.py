@@ -58,8 +58,9 @@ def _fishtest_mode(where: str, raw: dict, default_tc: str) -> tuple[dict, dict]:
 
 
 def _check_openbench_keys(where: str, raw: dict) -> None:
-    """``pairs_per`` and ``distribution`` belong to ``batch: openbench`` only, which sizes
-    its workloads from them and takes neither ``batch_size`` nor ``tc_ratio``."""
+    """``pairs_per``, ``distribution`` and ``reporting`` belong to ``batch: openbench``
+    only, which sizes its workloads from them and takes neither ``batch_size`` nor
+    ``tc_ratio``."""
     if raw["batch"] == "openbench":
         for key in ("batch_size", "tc_ratio"):
             if key in raw:
@@ -68,7 +69,7 @@ def _check_openbench_keys(where: str, raw: dict) -> None:
                     "pairs per runner, docs/frameworks.md)"
                 )
         return
-    for key in ("pairs_per", "distribution"):
+    for key in ("pairs_per", "distribution", "reporting"):
         if key in raw:
             raise ConfigError(f"{where}.{key}: only batch: openbench takes {key}")
 
@@ -105,8 +106,9 @@ def resolve_batch_mode(
     from spsa_bench.dispatch.asynchronous import AsyncSettings
 
     fishtest = resolved["batch"] == "fishtest"
+    unused = resolved["batch"] in ("fishtest", "openbench")  # tc_ratio: from tc, or none
     for key, value in AsyncSettings.config_defaults().items():
-        if not (fishtest and key == "tc_ratio"):  # derived from tc
+        if not (unused and key == "tc_ratio"):  # (a resolved mode must resolve again)
             resolved.setdefault(key, value)
     try:
         settings = AsyncSettings.from_config({**resolved, **raw} if fishtest else resolved)

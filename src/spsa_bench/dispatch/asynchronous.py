@@ -75,6 +75,14 @@ BATCH_MODES = ("fixed", "variable", "openbench")
 #: ``game_distribution``): one perturbation per workload, or one per runner.
 DISTRIBUTIONS = ("single", "multiple")
 
+#: OpenBench's ``spsa_reporting_type``: one report at the end of a workload (BULK), or
+#: what has finished every ``REPORT_INTERVAL`` seconds (BATCHED; ``Client/worker.py``,
+#: ``ResultsReporter``).
+REPORTINGS = ("bulk", "batched")
+
+#: ``Client/worker.py``: ``REPORT_INTERVAL = 30 # Seconds between reports to the Server``.
+REPORT_INTERVAL = 30.0
+
 #: 95th percentile of the standard normal (spec: sigma = (ln p95 - ln median) / 1.645).
 Z95 = 1.645
 
@@ -112,10 +120,11 @@ CONFIG_KEYS = {
     "duration_p95": "game_duration.p95",
     "pairs_per": "pairs_per",
     "distribution": "distribution",
+    "reporting": "reporting",
 }
 _INTEGER_FIELDS = ("num_workers", "batch_size", "concurrency_min", "concurrency_max", "pairs_per")
 #: Fields only ``batch: openbench`` reads; their defaults are not filled into other modes.
-OPENBENCH_FIELDS = ("pairs_per", "distribution")
+OPENBENCH_FIELDS = ("pairs_per", "distribution", "reporting")
 _POSITIVE_FIELDS = ("speed_min", "speed_max", "tc_ratio", "duration_median", "duration_p95")
 
 
@@ -187,6 +196,14 @@ def check_async_settings(values: dict, name: dict[str, str]) -> None:
                 "distribution 'multiple' needs one concurrency >= 2 for every machine (its "
                 "runners, concurrency // 2, are the schedule's workers)"
             )
+    if values["reporting"] not in REPORTINGS:
+        raise ValueError(
+            f"{name['reporting']} must be one of {REPORTINGS}, got {values['reporting']!r}"
+        )
+    if values["reporting"] == "batched" and values["batch"] != "openbench":
+        raise ValueError(
+            f"{name['reporting']} = 'batched': only batch: openbench reports a workload in pieces"
+        )
     median, p95 = values["duration_median"], values["duration_p95"]
     if p95 <= median:
         raise ValueError(
@@ -216,6 +233,7 @@ class AsyncSettings:
     duration_p95: float = 540.0  # seconds
     pairs_per: int = 8  # batch openbench: pairs per runner and perturbation
     distribution: str = "single"  # batch openbench: "single" or "multiple"
+    reporting: str = "bulk"  # batch openbench: "bulk" or "batched"
 
     def __post_init__(self) -> None:
         values = {field.name: getattr(self, field.name) for field in fields(self)}
@@ -719,11 +737,12 @@ def async_schedule(
     arrival_job = np.where(valid, arrival_job, -1)
     n_workers = settings.num_workers
     if settings.runners > 1:
-        return split_runners(
+        schedule = split_runners(
             seeds, num_pairs, settings, n_jobs, job_pairs, job_offset, job_worker,
             job_dispatch, job_arrival, speed,
         )  # fmt: skip
-    return Schedule(
+        return split_reports(schedule) if settings.reporting == "batched" else schedule
+    schedule = Schedule(
         seeds=seeds,
         num_workers=n_workers,
         num_pairs=num_pairs,
@@ -738,6 +757,7 @@ def async_schedule(
         worker_concurrency=concurrency.astype(np.int64),
         worker_speed=speed.astype(np.float64),
     )
+    return split_reports(schedule) if settings.reporting == "batched" else schedule
 
 
 def split_runners(
@@ -785,4 +805,121 @@ def split_runners(
         arrival_job=arrival_job.astype(np.int64),
         worker_concurrency=np.full((n_seeds, n_workers), 2, dtype=np.int64),
         worker_speed=np.repeat(speed, runners, axis=1).astype(np.float64),
+    )
+
+
+def report_pieces(pairs, dispatch, arrival, interval: float = REPORT_INTERVAL):
+    """The pieces in which OpenBench's BATCHED reporting sends a job's pairs, for flat
+    arrays of jobs: ``(job, cumulative pairs, time)`` per piece, pieces of a job in time
+    order.
+
+    A job of ``N`` pairs dispatched at ``t0`` and finished at ``t1`` (``D = t1 - t0``)
+    reports at ``tau_k = t0 + interval * k`` for every ``k >= 1`` with ``tau_k < t1``,
+    and at ``t1``; by ``tau_k`` it has finished ``floor(N * (interval * k) / D)`` pairs
+    (pairs finish at a constant rate over the job: an assumption, docs/frameworks.md),
+    by ``t1`` all ``N``. A report with no new pair is a heartbeat, not a piece."""
+    pairs = np.asarray(pairs, dtype=np.int64)
+    t0, t1 = np.asarray(dispatch, dtype=np.float64), np.asarray(arrival, dtype=np.float64)
+    span = t1 - t0
+    reports = np.maximum(np.ceil(span / interval).astype(np.int64) - 1, 0)
+    # exact: tau_k = t0 + interval * k is a report while tau_k < t1 (as the reference tests)
+    while True:
+        over = (reports > 0) & (t0 + interval * reports >= t1)
+        under = t0 + interval * (reports + 1) < t1
+        if not (over.any() or under.any()):
+            break
+        reports = reports - over + under
+    count = reports + 1
+    job = np.repeat(np.arange(pairs.shape[0]), count)
+    first = np.cumsum(count) - count
+    k = np.arange(job.shape[0]) - first[job] + 1  # 1 .. reports + 1
+    last = k == count[job]
+    elapsed = interval * k.astype(np.float64)
+    done = np.minimum(np.floor(pairs[job] * elapsed / span[job]).astype(np.int64), pairs[job])
+    done = np.where(last, pairs[job], done)
+    time = np.where(last, t1[job], t0[job] + elapsed)
+    before = np.concatenate(([0], done[:-1]))
+    before = np.where(k == 1, 0, before)
+    keep = done > before
+    return job[keep], done[keep], time[keep]
+
+
+def split_reports(schedule: Schedule, interval: float = REPORT_INTERVAL) -> Schedule:
+    """OpenBench's BATCHED reporting: every job of ``schedule`` (a workload, or a runner's
+    share of one in MULTIPLE) reported in pieces (:func:`report_pieces`), each applied
+    with the job's one perturbation when it arrives.
+
+    The pieces are the jobs of the returned schedule. A worker's pieces form a chain:
+    each is "dispatched" when the worker's previous piece arrives, so job ``W + e`` is
+    still the one the worker freed by arrival ``e`` takes next; a piece with nothing
+    after it on its worker (the budget is spent) leaves a hole (``job_worker`` -1,
+    ``job_pairs`` 0) in the job numbering. ``job_lead`` gives each piece the job index of
+    its job's first piece, whose hand-out it shares: its perturbation, flip, rounding and
+    result model; a later piece has the lead's ``job_arrived_before`` (the iteration and
+    staleness of the hand-out). ``n_jobs`` counts the pieces (one arrival, one update
+    each). Arrivals in (time, worker) order, as every schedule's."""
+    n_seeds, width = schedule.job_pairs.shape
+    n_workers = schedule.num_workers
+    valid = schedule.job_mask()
+    seed_of, job_of = np.nonzero(valid)  # row-major: by seed, then dispatch order
+    job, done, time = report_pieces(
+        schedule.job_pairs[seed_of, job_of],
+        schedule.job_dispatch_time[seed_of, job_of],
+        schedule.job_arrival_time[seed_of, job_of],
+        interval,
+    )
+    seed = seed_of[job]
+    worker = schedule.job_worker[seed_of, job_of][job]
+    pairs = done - np.where(np.r_[True, job[1:] != job[:-1]], 0, np.r_[0, done[:-1]])
+    offset = schedule.job_offset[seed_of, job_of][job] + done - pairs
+    first = np.r_[True, job[1:] != job[:-1]]  # the job's first piece: its lead
+    n_pieces = np.bincount(seed, minlength=n_seeds)
+    # arrival order within each seed: (time, worker)
+    by_arrival = np.lexsort((worker, time, seed))
+    seed_start = np.cumsum(n_pieces) - n_pieces
+    event = np.empty_like(by_arrival)
+    event[by_arrival] = np.arange(by_arrival.shape[0]) - seed_start[seed[by_arrival]]
+    # each worker's chain: (seed, worker, time); the predecessor frees the worker
+    chain = np.lexsort((time, worker, seed))
+    same = (seed[chain][1:] == seed[chain][:-1]) & (worker[chain][1:] == worker[chain][:-1])
+    predecessor = np.full(job.shape[0], -1)
+    predecessor[chain[1:][same]] = chain[:-1][same]
+    has_pred = predecessor >= 0
+    index = np.where(has_pred, n_workers + event[np.maximum(predecessor, 0)], worker)
+    n_positions = np.zeros(n_seeds, dtype=np.int64)
+    np.maximum.at(n_positions, seed, index + 1)
+    positions = int(n_positions.max())
+    lead_piece = np.maximum.accumulate(np.where(first, np.arange(job.shape[0]), 0))
+    arrived = np.zeros(job.shape[0], dtype=np.int64)  # pairs arrived through each event
+    cumulative = np.cumsum(pairs[by_arrival])
+    cumulative -= np.repeat(np.r_[0, cumulative][seed_start], n_pieces)
+    arrived[by_arrival] = cumulative
+    before = np.where(has_pred, arrived[np.maximum(predecessor, 0)], 0)
+    before = np.where(first, before, before[lead_piece])  # a later piece: its hand-out's
+
+    def per_job(values, fill, dtype):
+        out = np.full((n_seeds, positions), fill, dtype=dtype)
+        out[seed, index] = values
+        return out
+
+    arrival_job = np.full((n_seeds, int(n_pieces.max())), -1, dtype=np.int64)
+    arrival_job[seed, event] = index
+    dispatch = np.where(
+        has_pred, time[np.maximum(predecessor, 0)], schedule.job_dispatch_time[seed_of, job_of][job]
+    )
+    return Schedule(
+        seeds=schedule.seeds,
+        num_workers=n_workers,
+        num_pairs=schedule.num_pairs,
+        n_jobs=n_pieces.astype(np.int64),
+        job_pairs=per_job(pairs, 0, np.int64),
+        job_offset=per_job(offset, 0, np.int64),
+        job_arrived_before=per_job(before, 0, np.int64),
+        job_worker=per_job(worker, -1, np.int64),
+        job_dispatch_time=per_job(dispatch, np.nan, np.float64),
+        job_arrival_time=per_job(time, np.nan, np.float64),
+        arrival_job=arrival_job,
+        worker_concurrency=schedule.worker_concurrency,
+        worker_speed=schedule.worker_speed,
+        job_lead=per_job(index[lead_piece], -1, np.int64),
     )

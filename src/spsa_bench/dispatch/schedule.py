@@ -17,7 +17,13 @@ Conventions (all arrays are padded along the job axis to ``J = max n_jobs``):
   (the original lab's counter convention);
 - ``job_arrived_before[s, j]`` is the pairs *arrived* before the job's
   dispatch (the Fishtest counter, spec errata 5);
-- ``arrival_job[s, e]`` is the job arriving ``e``-th, ``-1`` as padding.
+- ``arrival_job[s, e]`` is the job arriving ``e``-th, ``-1`` as padding;
+- ``job_lead[s, j]`` (``None`` but for OpenBench's BATCHED reporting,
+  :func:`spsa_bench.dispatch.asynchronous.split_reports`) is the job whose hand-out job
+  ``j`` shares (its perturbation, flip and rounding; ``j`` itself for a job that has its
+  own, ``-1`` for padding). Such a schedule may have holes: a job index with no job
+  (``job_worker`` -1) before the last one, where an arrival freed a worker with nothing
+  left to play; ``n_jobs`` then counts the jobs (and arrivals), not the indices.
 
 The arrival bookkeeping every other module needs lives here, once:
 :meth:`Schedule.by_arrival` (a per-job array in arrival order),
@@ -60,6 +66,7 @@ class Schedule:
     arrival_job: np.ndarray  # (seed, event) int64, -1 for padding
     worker_concurrency: np.ndarray  # (seed, worker) int64
     worker_speed: np.ndarray  # (seed, worker) float64
+    job_lead: np.ndarray | None = None  # (seed, job) int64: BATCHED reporting only
 
     @property
     def num_seeds(self) -> int:
@@ -72,6 +79,8 @@ class Schedule:
 
         Rows broadcast from one (stride 0 along the seeds, as :func:`sync_schedule`
         builds them) are the same by construction and are not compared."""
+        if self.job_lead is not None:  # pieces of asynchronous jobs: never all alike
+            return False
         for name in PER_SEED_FIELDS:
             values = getattr(self, name)
             if values.strides[0] == 0:
@@ -87,6 +96,7 @@ class Schedule:
             self,
             seeds=self.seeds[:1],
             **{name: getattr(self, name)[:1] for name in PER_SEED_FIELDS},
+            job_lead=None if self.job_lead is None else self.job_lead[:1],
         )
 
     @property
@@ -97,16 +107,22 @@ class Schedule:
         """The dispatch iteration ``iter_local = K + 1`` of every job, ``(seed, job)``.
 
         ``counter="arrival"`` counts pairs arrived before dispatch (Fishtest);
-        ``counter="dispatch"`` counts pairs dispatched before (the original lab).
+        ``counter="dispatch"`` counts pairs dispatched before (the original lab). A job
+        that shares a hand-out (``job_lead``) has its lead's.
         """
         if counter == "arrival":
             return self.job_arrived_before + 1
         if counter == "dispatch":
+            if self.job_lead is not None:
+                lead = np.maximum(self.job_lead, 0)
+                return np.take_along_axis(self.job_offset, lead, axis=1) + 1
             return self.job_offset + 1
         raise ValueError(f"iteration_counter must be one of {ITERATION_COUNTERS}, got {counter!r}")
 
     def job_mask(self) -> np.ndarray:
         """``(seed, job)`` True where the job exists."""
+        if self.job_lead is not None:  # holes possible: the job's worker says
+            return self.job_worker >= 0
         return np.arange(self.max_jobs)[None, :] < self.n_jobs[:, None]
 
     def arrival_mask(self) -> np.ndarray:

@@ -61,7 +61,10 @@ def read_schedule(
     except (OSError, RuntimeError, KeyError, ValueError, TypeError) as error:
         detail = f"missing {error}" if isinstance(error, KeyError) else " ".join(str(error).split())
         raise ValueError(f"{path}: not a readable schedule file ({detail})") from None
-    names = {f.name for f in dataclasses.fields(Schedule)}
+    if "job_lead" in ds:  # OpenBench's BATCHED reporting: pieces sharing a hand-out
+        values["job_lead"] = np.ascontiguousarray(ds["job_lead"].values, dtype=np.int64)
+    optional = {f.name for f in dataclasses.fields(Schedule) if f.default is None}
+    names = {f.name for f in dataclasses.fields(Schedule)} - (optional - set(values))
     missing = names - set(values)
     if missing:  # the Schedule container grew: refuse rather than guess
         raise ValueError(f"{path}: cannot rebuild Schedule fields {sorted(missing)}")
@@ -96,11 +99,15 @@ def _check_jobs(path, values: dict) -> None:
     for name in ("arrival_job", "job_worker", "job_dispatch_time", "job_arrival_time"):
         if values[name].ndim != 2 or values[name].shape[0] != shape[0]:
             raise ValueError(f"{path}: {name} does not have one row per seed")
+    holes = "job_lead" in values  # BATCHED reporting: job indices may skip (no worker)
     for row, (n, seed) in enumerate(zip(values["n_jobs"], values["seeds"], strict=True)):
         arrivals = values["arrival_job"][row]
         if arrivals.shape[0] < n or np.any(arrivals[n:] != -1):
             raise ValueError(f"{path}: arrival_job of seed {seed} has entries beyond its {n} jobs")
         order = np.sort(arrivals[:n])
+        jobs = np.flatnonzero(values["job_worker"][row] >= 0) if holes else np.arange(n)
+        if holes and np.array_equal(order, jobs):
+            order = np.arange(n)  # each job once: checked as the dense case below
         if not np.array_equal(order, np.arange(n)):
             bad = (
                 next(int(j) for j in arrivals[:n] if not 0 <= j < n)
@@ -111,7 +118,7 @@ def _check_jobs(path, values: dict) -> None:
                 f"{path}: arrival_job of seed {seed} holds job index {bad}, not each of "
                 f"0..{n - 1} once"
             )
-        workers = values["job_worker"][row, :n]
+        workers = values["job_worker"][row, jobs]
         outside = workers[(workers < 0) | (workers >= values["num_workers"])]
         if outside.size:
             raise ValueError(
@@ -119,5 +126,5 @@ def _check_jobs(path, values: dict) -> None:
                 f"0..{values['num_workers'] - 1}"
             )
         for name in ("job_dispatch_time", "job_arrival_time"):
-            if not np.isfinite(values[name][row, :n]).all():
+            if not np.isfinite(values[name][row, jobs]).all():
                 raise ValueError(f"{path}: {name} of seed {seed} holds non-finite values")

@@ -25,6 +25,15 @@ gradient match its first ``N - m``; its report is a ``SecondOrderReport`` whose
 so every other arm at the seed is untouched (common random numbers); the equal and
 swapped integer shares count the gradient probes only.
 
+A schedule with ``job_lead`` (OpenBench's BATCHED reporting,
+:func:`spsa_bench.dispatch.asynchronous.split_reports`) reports a job in pieces that
+share one hand-out: a piece whose lead is another job takes, at its dispatch, the
+perturbation ``c``, the flip, the realized half-difference and the outcome thresholds
+its worker's slot still holds from the previous piece (the probes played from the
+lead's snapshot), and plays its own pairs' match draws with them; each piece's arrival
+is one update with the lead's ``iter_local``. The equal and swapped integer shares
+count hand-outs (leads) only. Without ``job_lead`` nothing here changes.
+
 The optimizer never sees the bowl: the replay evaluates the probes and hands
 the optimizer reports only.
 """
@@ -138,7 +147,7 @@ class _Seeds:
         "job_slot", "job_exists", "arrival_active", "arrival_worker", "arrival_pairs",
         "arrival_iter", "arrival_staleness", "arrival_in_flight", "n_jobs", "slot_c",
         "slot_flip", "slot_result", "slot_realized", "slot_hessian_result",
-        "slot_hessian_pairs", "slot_hessian_flip",
+        "slot_hessian_pairs", "slot_hessian_flip", "job_continues", "slot_thresholds",
     )  # fmt: skip
     #: The per-seed arrays whose columns go into each report as they are.
     REPORTED = ("arrival_pairs", "arrival_iter", "arrival_staleness", "arrival_in_flight")
@@ -196,9 +205,13 @@ class _Seeds:
 
         longest_job = int(schedule.job_pairs.max(initial=0))
         # jobs common to every seed: a job's draws are one (pair, seed) block
-        pair_major = identical or n_seeds == 1
+        pieces = schedule.job_lead is not None  # BATCHED: jobs in pieces (may have holes)
+        pair_major = (identical or n_seeds == 1) and not pieces
         iter_local = source.iter_local(iteration_counter)
         job_exists = source.job_mask()
+        continues = np.zeros((n_seeds, 0), dtype=bool)
+        if pieces:  # a piece whose hand-out is another job's
+            continues = job_exists & (schedule.job_lead != np.arange(schedule.max_jobs))
         return cls(
             origin=np.arange(n_seeds),
             flips_by_job=flips,  # job-major: each dispatch reads one contiguous block
@@ -235,6 +248,8 @@ class _Seeds:
             slot_hessian_result=np.zeros((n_seeds, hessian_slots)),
             slot_hessian_pairs=np.zeros((n_seeds, hessian_slots), dtype=np.int64),
             slot_hessian_flip=np.zeros((n_seeds, hessian_slots, n_params)),
+            job_continues=continues,
+            slot_thresholds=np.zeros((n_seeds, n_workers + 1 if pieces else 0, 4), np.uint32),
         )
 
     def _derive(self) -> None:
@@ -323,6 +338,12 @@ class _Replay:
                 rounding, view.integer, entropy, schedule.seeds, keys=keys
             )
             self.hessian_in_flight: dict[int, tuple] = {}
+        self.pieces = schedule.job_lead is not None
+        if self.pieces and self.hessian:
+            raise ValueError(
+                f"optimizer {optimizer.name!r}: a Hessian match with BATCHED reporting (jobs "
+                "in pieces) is not modelled"
+            )
         self.seeds = _Seeds.from_schedule(
             schedule,
             entropy,
@@ -335,6 +356,11 @@ class _Replay:
         # Every seed doing the same thing at every step (the synchronous mode): jobs in
         # flight are kept as whole arrays per worker instead of in the slot arrays.
         self.lockstep = bool(self.seeds.job_uniform.all() and self.seeds.event_uniform.all())
+        self.lockstep &= not self.pieces  # pieces read their lead's slot
+        # hand-outs per seed (the denominators of the equal and swapped shares)
+        self.handouts = schedule.n_jobs
+        if self.pieces:
+            self.handouts = (schedule.job_mask() & ~self.seeds.job_continues).sum(axis=1)
         self.in_flight: dict[int, tuple] = {}
         # every seed at the same iteration in every job: all the perturbations at once,
         # one row a job broadcast to every seed (read-only)
@@ -408,7 +434,7 @@ class _Replay:
 
     def _probe_fractions(self) -> dict[str, np.ndarray]:
         """Equal and swapped integers per job and integer parameter (NaN: nothing rounded)."""
-        probes = self.schedule.n_jobs * self.rounding.count
+        probes = self.handouts * self.rounding.count
         if not self.rounding.active:
             probes = np.zeros_like(probes)
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -423,6 +449,9 @@ class _Replay:
         from its own match uniforms; all held in flight until the job arrives."""
         if self.hessian:
             self.dispatch_with_hessian(job)
+            return
+        if self.pieces:
+            self.dispatch_piece(job)
             return
         seeds = self.seeds
         if self.c_by_job is not None:
@@ -463,6 +492,37 @@ class _Replay:
             seeds.slot_result[rows, slot] = net
             if realized is not None:
                 seeds.slot_realized[rows, slot] = realized
+
+    def dispatch_piece(self, job: int) -> None:
+        """:meth:`dispatch` of a schedule of pieces (module docstring): a seed whose job
+        ``job`` is its lead's continuation keeps the slot's ``c``, flip, realized
+        half-difference and thresholds (the lead's probes); every other seed probes from
+        its current snapshot. Then each seed's pairs are played and held in the slot."""
+        seeds = self.seeds
+        rows, slot = seeds.rows, seeds.job_slot[:, job]
+        continues = seeds.job_continues[:, job]
+        handout = seeds.job_exists[:, job] & ~continues
+        c = self._job_perturbation(job)
+        flip = seeds.flips_by_job[job].astype(np.float64)
+        if continues.any():
+            held = continues[:, None]
+            c = np.where(held, seeds.slot_c[rows, slot], c)
+            flip = np.where(held, seeds.slot_flip[rows, slot], flip)
+        opponent, realized = self._opponent_elo(job, c * flip, flip, counted=handout)
+        thresholds = self.noise.fast_draw_thresholds(opponent)
+        if continues.any():
+            thresholds = np.where(continues[:, None], seeds.slot_thresholds[rows, slot], thresholds)
+            if realized is not None:
+                realized = np.where(continues[:, None], seeds.slot_realized[rows, slot], realized)
+        sizes = seeds.job_pairs[:, job]
+        u = seeds.draws.segments(seeds.job_offset[:, job], sizes)
+        counts, net = pentanomial.counts_and_net_wins_from_segments(u, thresholds, sizes)
+        self.outcome_counts[seeds.to_origin] += counts
+        seeds.slot_c[rows, slot], seeds.slot_flip[rows, slot] = c, flip
+        seeds.slot_result[rows, slot] = net
+        seeds.slot_thresholds[rows, slot] = thresholds
+        if realized is not None:
+            seeds.slot_realized[rows, slot] = realized
 
     def _job_perturbation(self, job: int) -> np.ndarray:
         """``c = perturbation(iter_local)`` of job ``job``, ``(seed, param)``."""
@@ -565,13 +625,14 @@ class _Replay:
         )
 
     def _opponent_elo(
-        self, job: int, step: np.ndarray, flip: np.ndarray
+        self, job: int, step: np.ndarray, flip: np.ndarray, counted: np.ndarray | None = None
     ) -> tuple[np.ndarray, np.ndarray | None]:
         """``-(Elo(plus) - Elo(minus))`` per seed for the values the engines play,
         ``plus``/``minus`` = ``clip(theta +- step)`` with the integer parameters rounded
         by the worker; and the realized half-difference (``None`` when nothing is
         rounded). A NaN (from a NaN in theta, which reaches every probe) stops the run
-        here, loudly."""
+        here, loudly. ``counted``: the seeds whose equal and swapped integers count
+        (default: those that have the job)."""
         view, rounding = self.view, self.rounding
         probes = np.empty((2,) + step.shape)  # plus and minus, clipped in one pass
         np.add(self.theta, step, out=probes[0])
@@ -585,7 +646,7 @@ class _Replay:
             realized = step.copy()
             realized[:, columns] = difference * 0.5
             equal, swapped = probe_outcomes(difference, flip[:, columns])
-            exists = self.seeds.job_exists[:, job]
+            exists = self.seeds.job_exists[:, job] if counted is None else counted
             self.probe_equal[self.seeds.to_origin] += np.where(exists, equal, 0)
             self.probe_swapped[self.seeds.to_origin] += np.where(exists, swapped, 0)
         opponent = self.bowl.opponent_elo(plus, minus)

@@ -37,6 +37,24 @@ The rounding uniforms are the seed's SplitMix64 ``rounding`` stream at
 ``(job * 2 + engine) * n_params + i`` (coupled: engine 0's for both), flips and
 match uniforms from :mod:`spsa_bench.model.streams`, the schedule from the event
 queue of :mod:`spsa_bench.reference.runner`, as in :mod:`spsa_bench.reference.fishtest`.
+
+On OpenBench's own dispatch (``batch: openbench``, SINGLE distribution) the loop is
+:func:`openbench_loop`: machines (concurrency and speed as every asynchronous pool)
+ask for a workload of ``pairs_per * concurrency`` pairs (cut to the budget) when their
+last one is done; the workload's games last the greedy makespan of its ``2 N`` game
+durations over the machine's lanes, divided by its speed. BULK reports the workload
+once, at its end. BATCHED (``Client/worker.py``: ``REPORT_INTERVAL = 30``; every
+finished pair is queued, the queue sent every 30 s and at the end) reports at
+``t0 + 30 k`` (each ``k >= 1`` before the end) the pairs finished by then, taken as
+``floor(N * 30 k / D)`` of the workload's ``N`` pairs over its wall time ``D``, and the
+rest at the end; a report with no new pair sends nothing. Each report is applied when it
+arrives (reports in time order, ties in machine order)::
+
+    delta_i = r_k * c_k * (W - L of the report's pairs) * flip_i     games += 2 * pairs
+
+with the workload's hand-out ``r_k``, ``c_k``, ``flip``. A hand-out's flip row and
+rounding index are ``j = machine`` at time 0 and ``j = W + e`` after report ``e``
+(counted from 0 over all reports), the numbering of the replay's jobs.
 """
 
 from __future__ import annotations
@@ -52,6 +70,7 @@ from spsa_bench.model import streams
 from spsa_bench.model.bowl import SeedBowls, TrueBowl
 from spsa_bench.model.noise import VENDORED, NoiseModel
 from spsa_bench.model.rounding import ROUNDING_MODES, seed_keys
+from spsa_bench.reference.async_runner import greedy_makespan, reference_workers
 from spsa_bench.reference.fishtest import (
     FishtestEvent,
     FishtestJob,
@@ -61,6 +80,9 @@ from spsa_bench.reference.fishtest import (
     splitmix_uniform,
 )
 from spsa_bench.reference.runner import Workers, clip_opponent, event_loop, play_pairs
+
+#: ``Client/worker.py``: seconds between a client's reports.
+REPORT_INTERVAL = 30.0
 
 
 @dataclass(frozen=True)
@@ -105,8 +127,13 @@ def run_openbench_reference(
     integer = [bool(flag) for flag in tune.integer]
     rounds = [flag and rounding != "none" for flag in integer]
     key = int(seed_keys(entropy, [seed])[0])
-    workers = Workers.of(entropy, seed, batch)
-    flips = workers.flips(entropy, seed, num_pairs, n)
+    own = isinstance(batch, AsyncSettings) and batch.batch == "openbench"
+    if own:  # OpenBench's dispatch: a hand-out's row is its job index (module docstring)
+        rows = batch.num_workers + 2 * num_pairs  # more than the hand-outs and reports
+        flips = streams.flips(entropy, np.array([seed]), rows, n)[0]
+    else:
+        workers = Workers.of(entropy, seed, batch)
+        flips = workers.flips(entropy, seed, num_pairs, n)
     uniforms = streams.match_draws(entropy, np.array([seed]), num_pairs)[0]
     c_value = [float(tune.c_end[i]) * total**tune.gamma for i in range(n)]
     a_value = [
@@ -127,8 +154,10 @@ def run_openbench_reference(
     games = 0  # Test.games: games reported so far
     run = FishtestRun(list(theta), rounded=any(rounds), num_integer=sum(integer))
 
-    def dispatch(w: int, now: float, finish: float, pairs: int, dispatched: int, arrived: int):
-        job = len(run.jobs)
+    def dispatch(
+        w: int, now: float, finish: float, pairs: int, dispatched: int, arrived: int, row=None
+    ):
+        job = len(run.jobs) if row is None else row
         iteration = 1.0 + games / (2.0 * tune.pairs_per)
         c_k, r_k, flip, dev, base = [], [], [], [], []
         played_dev, played_base, realized = [], [], []
@@ -183,24 +212,91 @@ def run_openbench_reference(
             )
         )
 
-    def arrive(job: int, w: int, staleness: int) -> None:
+    def arrive(job: int, w: int, staleness: int, piece=None) -> None:
         nonlocal games
         played = run.jobs[job]
+        pairs, net = (played.pairs, played.net_wins) if piece is None else piece
         for i in range(n):
-            delta = played.R_k[i] * played.c_k[i] * float(played.net_wins) * played.flip[i]
+            delta = played.R_k[i] * played.c_k[i] * float(net) * played.flip[i]
             theta[i] = clip(theta[i] + delta, float(tune.theta_min[i]), float(tune.theta_max[i]))
-        games += 2 * played.pairs
+        games += 2 * pairs
         run.events.append(
             FishtestEvent(
                 order=len(run.events),
                 job=job,
                 worker=w,
-                pairs=played.pairs,
+                pairs=pairs,
                 staleness=staleness,
                 iteration=games // 2,
                 theta=list(theta),
             )
         )
 
-    event_loop(workers, num_pairs, dispatch, arrive)
+    if not own:
+        event_loop(workers, num_pairs, dispatch, arrive)
+        return run
+
+    def net_of(job: int, first: int, pairs: int) -> int:
+        """W - L of the hand-out's pairs ``first .. first + pairs - 1`` (its opponent)."""
+        played = run.jobs[job]
+        return play_pairs(played.opponent_elo, uniforms[first : first + pairs], noise)[0]
+
+    openbench_loop(entropy, seed, num_pairs, batch, dispatch, arrive, net_of)
     return run
+
+
+def openbench_loop(entropy, seed, num_pairs, settings, dispatch, arrive, net_of) -> None:
+    """OpenBench's dispatch and reports for one seed (module docstring), SINGLE only.
+
+    ``dispatch(machine, now, finish, pairs, dispatched, arrived, row)`` hands out a
+    workload (``row``: its job index); ``net_of(handout, first_pair, pairs)`` is the W - L
+    of a report's pairs; ``arrive(handout, machine, staleness, (pairs, net))`` applies a
+    report. Hand-outs are numbered in call order."""
+    if settings.distribution != "single":
+        raise ValueError("the OpenBench reference loop plays the SINGLE distribution only")
+    concurrency, speed = reference_workers(entropy, seed, settings)
+    durations = [
+        streams.generator(entropy, seed, "durations", m) for m in range(settings.num_workers)
+    ]
+    mu = math.log(settings.duration_median)
+    sigma = (math.log(settings.duration_p95) - mu) / 1.645
+    queue: list = []  # (time, machine, hand-out, first pair, pairs, last report?)
+    dispatched = arrived = reports = 0
+    handouts: list[tuple[int, int]] = []  # (arrived at the hand-out, machine)
+
+    def hand_out(machine: int, now: float, row: int) -> None:
+        nonlocal dispatched
+        uncut = settings.pairs_per * concurrency[machine]
+        pairs = min(uncut, num_pairs - dispatched)
+        z = durations[machine].standard_normal(2 * uncut)  # the whole block, even if cut
+        games = np.exp(mu + sigma * z[: 2 * pairs])
+        wall = greedy_makespan(games, min(concurrency[machine], 2 * pairs)) / speed[machine]
+        finish = now + wall
+        handout = len(handouts)
+        dispatch(machine, now, finish, pairs, dispatched, arrived, row)
+        handouts.append((arrived, machine))
+        done = 0
+        k = 1
+        while settings.reporting == "batched" and now + REPORT_INTERVAL * k < finish:
+            by_now = min(math.floor(pairs * (REPORT_INTERVAL * k) / wall), pairs)
+            if by_now > done:
+                queue.append((now + REPORT_INTERVAL * k, machine, handout, dispatched + done,
+                              by_now - done, False))  # fmt: skip
+                done = by_now
+            k += 1
+        queue.append((finish, machine, handout, dispatched + done, pairs - done, True))
+        dispatched += pairs
+
+    for machine in range(settings.num_workers):
+        if dispatched < num_pairs:
+            hand_out(machine, 0.0, machine)
+    while queue:
+        queue.sort(key=lambda entry: (entry[0], entry[1]))
+        now, machine, handout, first, pairs, last = queue.pop(0)
+        staleness = arrived - handouts[handout][0]
+        arrive(handout, machine, staleness, (pairs, net_of(handout, first, pairs)))
+        arrived += pairs
+        if last and dispatched < num_pairs:
+            hand_out(machine, now, settings.num_workers + reports)
+        reports += 1
+    assert arrived == dispatched == num_pairs
