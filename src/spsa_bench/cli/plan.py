@@ -149,9 +149,10 @@ def _add_gain_options(gains) -> None:
         )
 
 
-#: The OpenBench-only flags and their defaults (OpenBench's tune form, spec.py); None
-#: on the command line means not given, so a Fishtest plan can refuse them by name.
 def _openbench_defaults() -> dict:
+    """The OpenBench-only flags' destinations and defaults (OpenBench's tune form and the
+    assumed pool, :mod:`spsa_bench.plan.spec`). Their argparse default is None, "not
+    given", so a Fishtest plan can refuse them by name."""
     from spsa_bench.plan import spec as plan
 
     return {

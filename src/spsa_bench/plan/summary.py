@@ -627,7 +627,13 @@ def similar_section(ds: xr.Dataset, records=None) -> list[str]:
         "every number's source and whether it is quoted or inferred: `spsa-bench tunes "
         "show NAME`. *median |move|*: of |final − start| / c_end over the block's "
         "parameters (unknown without the block); *verification*: as quoted (± its error), "
-        "~ the logistic Elo of the quoted W/L/D.",
+        "~ the logistic Elo of the quoted W/L/D."
+        + (
+            " They are Fishtest tunes of Stockfish (the corpus holds no OpenBench tune), "
+            "matched on size, games and time control only."
+            if _openbench(ds)
+            else ""
+        ),
         "",
         "| " + " | ".join(markdown_text(c) for c in columns) + " |",
         "|" + "---|" * len(columns),
