@@ -236,27 +236,31 @@ def _rate_band(rate, n):
 
 
 @pytest.mark.parametrize(
-    ("test", "rows"),
+    ("test", "rows", "source"),
     [
-        (_test("sprt", "logistic", (0.0, 10.0)), 3000),
-        (_test("sprt", "normalized", (0.0, 20.0)), 2000),
+        (_test("sprt", "logistic", (0.0, 10.0)), 3000, "rng"),
+        (_test("sprt", "normalized", (0.0, 20.0)), 2000, "keys"),
     ],
-    ids=["logistic", "normalized"],
+    ids=["logistic-rng", "normalized-keys"],
 )
-def test_pass_rate_is_alpha_at_h0_and_one_minus_beta_at_h1(test, rows):
+def test_pass_rate_is_alpha_at_h0_and_one_minus_beta_at_h1(test, rows, source):
     """Wald's bounds with Fishtest's overshoot correction: P(pass) = alpha at H0 and
-    1 - beta at H1 (the continuous-time limit is exact: (1 - e^a) / (e^b - e^a) = 0.05)."""
+    1 - beta at H1 (the continuous-time limit is exact: (1 - e^a) / (e^b - e^a) = 0.05);
+    far beyond the bounds the decision is certain."""
     g0, g1 = sel.logistic_bounds(test)
-    for gain, expected in ((g0, sel.ALPHA), (g1, 1 - sel.BETA)):
-        out = sel.simulate_sprt(np.full(rows, gain), test, np.random.default_rng(11))
-        assert abs(out.passed.mean() - expected) < _rate_band(expected, rows), (
-            gain,
-            out.passed.mean(),
-        )
     far = g1 - g0
-    high = sel.simulate_sprt(np.full(500, g1 + 2 * far), test, np.random.default_rng(12))
-    low = sel.simulate_sprt(np.full(500, g0 - 2 * far), test, np.random.default_rng(13))
-    assert high.passed.mean() > 0.99 and low.passed.mean() < 0.01
+    cases = ((g0, sel.ALPHA), (g1, 1 - sel.BETA), (g1 + 2 * far, 1.0), (g0 - 2 * far, 0.0))
+    for i, (gain, expected) in enumerate(cases):
+        n = rows if 0 < expected < 1 else 500
+        if source == "rng":
+            out = sel.simulate_sprt(np.full(n, gain), test, np.random.default_rng(11 + i))
+        else:
+            out = sel.simulate_sprt(np.full(n, gain), test, keys=sel.row_keys(11 + i, range(n)))
+        rate = out.passed.mean()
+        if 0 < expected < 1:
+            assert abs(rate - expected) < _rate_band(expected, n), (gain, rate)
+        else:
+            assert abs(rate - expected) < 0.01, (gain, rate)
 
 
 def test_normalized_bounds_map_to_logistic_gains_through_the_pair_variance():
@@ -295,3 +299,42 @@ def test_truncation_counts_as_not_passed_and_results_repeat_bit_for_bit():
     b = sel.simulate_sprt(gain, test, np.random.SeedSequence(6))
     for x, y in zip(a, b, strict=True):
         np.testing.assert_array_equal(x, y)
+
+
+# ---------------------------------------------------------------------------
+# Per-row counter streams (keys)
+# ---------------------------------------------------------------------------
+
+
+def test_keyed_counts_are_multinomial_and_independent_across_chunks():
+    rows, pairs = 4000, 40
+    p = sel.pair_probabilities(_test(), np.full(rows, 3.0))
+    counts = sel.keyed_pair_counts(sel.row_keys(1, range(rows), 9), p, 100, pairs, 2)
+    assert counts.shape == (2, rows, 5) and (counts.sum(axis=2) == pairs).all()
+    freq = counts[0].mean(axis=0) / pairs
+    se = np.sqrt(p[0] * (1 - p[0]) / (pairs * rows))
+    assert np.all(np.abs(freq - p[0]) < 4 * se), (freq, p[0])
+    var = counts[0].var(axis=0, ddof=1)  # multinomial: pairs p (1 - p)
+    np.testing.assert_allclose(var, pairs * p[0] * (1 - p[0]), rtol=0.15)
+    score = counts @ sel.PAIR_SCORES
+    r = np.corrcoef(score[0], score[1])[0, 1]
+    assert abs(r) < 4 / math.sqrt(rows)
+
+
+def test_keyed_rows_depend_on_their_key_alone_and_share_noise_across_gains():
+    test = _test("sprt", "logistic", (0.0, 10.0))
+    rows = 90
+    keys = sel.row_keys(3, range(rows), 0x5E)
+    gain = np.linspace(-5.0, 15.0, rows)
+    full = sel.simulate_sprt(gain, test, keys=keys)
+    part = np.arange(0, rows, 7)[::-1]
+    sub = sel.simulate_sprt(gain[part], test, keys=keys[part])
+    for a, b in zip(full, sub, strict=True):
+        np.testing.assert_array_equal(a[part], b)
+    # common random numbers: one key, a higher gain, pair by pair at least as good
+    fixed = _test("fixed", games=3000)
+    low = sel.simulate_sprt(np.full(rows, 1.0), fixed, keys=keys)
+    high = sel.simulate_sprt(np.full(rows, 4.0), fixed, keys=keys)
+    assert np.all(high.elo >= low.elo) and np.any(high.elo > low.elo)
+    with pytest.raises(ValueError, match="exactly one of rng and keys"):
+        sel.simulate_sprt(gain, test)

@@ -64,7 +64,8 @@ measurement that selects nothing (``passed`` is True on every row).
 ``elo`` is ``elo(s) = -400 log10(1/s - 1)`` of the observed score ``s = sum_i n_i a_i /
 sum_i n_i`` at stopping (unregularized counts; ``s`` clipped to ``[1e-3, 1 - 1e-3]``
 as Fishtest's ``stat_util.elo``), the Elo a commit message quotes. Randomness comes
-only from the generator the caller passes.
+only from what the caller passes: one generator, or one counter key per row
+(:func:`simulate_sprt`).
 """
 
 from __future__ import annotations
@@ -76,6 +77,7 @@ from typing import NamedTuple
 import numpy as np
 
 from spsa_bench.corpus.records import Verification
+from spsa_bench.model.rounding import splitmix_uniforms
 
 #: A game pair's score per game, in Fishtest's pentanomial order (LL ... WW).
 PAIR_SCORES = np.array([0.0, 0.25, 0.5, 0.75, 1.0])
@@ -380,11 +382,50 @@ def run_sprt(
     return SprtOutcome(passed, elo_of_score(score), stop_chunks * chunk)
 
 
+def row_keys(entropy: int, seeds, *spawn_prefix: int) -> np.ndarray:
+    """One 64-bit counter key per seed, ``(seed,)`` uint64: the first word of
+    ``SeedSequence(entropy, spawn_key=(*spawn_prefix, seed))`` (stream setup: one key per
+    seed, a loop over seeds outside the hot path). Tile the result over prior draws to
+    give every draw of a seed the same pair uniforms (common random numbers)."""
+    return np.array(
+        [
+            np.random.SeedSequence(
+                int(entropy), spawn_key=(*(int(k) for k in spawn_prefix), int(seed))
+            ).generate_state(1, np.uint64)[0]
+            for seed in seeds
+        ],
+        dtype=np.uint64,
+    )
+
+
+def keyed_pair_counts(
+    keys: np.ndarray, probs: np.ndarray, start: int, pairs: int, k: int = 1
+) -> np.ndarray:
+    """Pentanomial counts ``(k, row, 5)`` of ``k`` consecutive chunks of ``pairs`` pairs
+    from pair ``start`` on, each row from its own counter stream: pair ``j`` of row ``r``
+    has the uniform ``u`` at position ``j`` of the SplitMix64 stream keyed ``keys[r]``
+    (:func:`spsa_bench.model.rounding.splitmix_uniforms`) and the outcome
+    ``#{i < 4 : u >= F_r(i)}``, ``F_r`` the cumulative pair probabilities ``probs[r]``
+    (inverse CDF). A row's pairs therefore depend on its key alone, never on the other
+    rows or on when it stops; and since a tilt to a higher mean lowers every ``F(i)``
+    (monotone likelihood ratio), a row's outcomes at a higher gain are pair by pair at
+    least as good as at a lower one with the same key."""
+    positions = np.arange(start, start + k * pairs, dtype=np.uint64).reshape(k, pairs)
+    u = splitmix_uniforms(np.asarray(keys, dtype=np.uint64), positions)  # (row, k, pairs)
+    cdf = np.cumsum(probs, axis=1)[:, :4]
+    below = np.stack(
+        [(u < cdf[:, i, None, None]).sum(axis=2) for i in range(4)], axis=-1
+    )  # (row, k, 4): pairs with outcome <= i
+    counts = np.diff(below, prepend=0, append=pairs, axis=-1)
+    return counts.transpose(1, 0, 2)
+
+
 def simulate_sprt(
     gain,
     test: Verification,
-    rng: np.random.Generator | np.random.SeedSequence,
+    rng: np.random.Generator | np.random.SeedSequence | None = None,
     *,
+    keys: np.ndarray | None = None,
     max_pairs: int | None = None,
     chunk: int = DEFAULT_CHUNK,
     alpha: float = ALPHA,
@@ -394,14 +435,24 @@ def simulate_sprt(
     """Play ``test`` (a record's verification) at the true gains ``gain`` (row,) in
     logistic Elo (module docstring): an SPRT stops at its bounds (or is truncated at
     ``max_pairs``, rounded up to whole chunks, default :data:`DEFAULT_MAX_PAIRS`); a
-    fixed-games test plays ``games // 2`` pairs and passes on every row. Each chunk's
-    counts are ``rng.multinomial(chunk, p_row)`` with ``p`` of :func:`pair_probabilities`;
-    the generator is the only source of randomness."""
+    fixed-games test plays ``games // 2`` pairs and passes on every row.
+
+    The randomness comes from exactly one of: ``rng``, one generator for all rows (each
+    chunk's counts ``rng.multinomial(chunk, p_row)`` of the rows still running, so a
+    row's draws depend on the others), or ``keys`` (row,) uint64, one counter stream
+    per row (:func:`keyed_pair_counts`, keys from :func:`row_keys`), so a row's result
+    depends on its key and gain alone."""
     gain = np.atleast_1d(np.asarray(gain, dtype=float))
-    if not isinstance(rng, np.random.Generator):
+    rows = gain.shape[0]
+    if (rng is None) == (keys is None):
+        raise ValueError("simulate_sprt: pass exactly one of rng and keys")
+    if keys is not None:
+        keys = np.asarray(keys, dtype=np.uint64)
+        if keys.shape != (rows,):
+            raise ValueError(f"simulate_sprt: keys has shape {keys.shape}, gain ({rows},)")
+    elif not isinstance(rng, np.random.Generator):
         rng = np.random.default_rng(rng)
     probs = pair_probabilities(test, gain)
-    rows = gain.shape[0]
     if test.test == "fixed":
         games = test.games
         if games is None:
@@ -411,7 +462,13 @@ def simulate_sprt(
                 else test.wins + test.losses + test.draws
             )
         n = games // 2
-        counts = rng.multinomial(n, probs)
+        if keys is None:
+            counts = rng.multinomial(n, probs)
+        else:
+            counts = np.zeros((rows, 5), dtype=np.int64)
+            step = max(1, (1 << 22) // max(rows, 1))
+            for first in range(0, n, step):  # blocks of pairs, bounded memory
+                counts += keyed_pair_counts(keys, probs, first, min(step, n - first))[0]
         score = counts @ PAIR_SCORES / max(n, 1)
         return SprtOutcome(np.ones(rows, dtype=bool), elo_of_score(score), np.full(rows, n))
     if chunk < 1:
@@ -423,7 +480,9 @@ def simulate_sprt(
     max_chunks = -(-cap // chunk)
 
     def draw(active: np.ndarray, first: int, k: int) -> np.ndarray:
-        return rng.multinomial(chunk, probs[active], size=(k, active.size))
+        if keys is None:
+            return rng.multinomial(chunk, probs[active], size=(k, active.size))
+        return keyed_pair_counts(keys[active], probs[active], first * chunk, chunk, k)
 
     return run_sprt(
         draw, rows, model, h0, h1, chunk=chunk, max_chunks=max_chunks,
@@ -442,6 +501,8 @@ __all__ = [
     "elo_of_score",
     "logistic_bounds",
     "pair_probabilities",
+    "keyed_pair_counts",
+    "row_keys",
     "run_sprt",
     "score_of_elo",
     "simulate_sprt",
