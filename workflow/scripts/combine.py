@@ -11,17 +11,24 @@ sys.path.insert(
 )  # scriptdir holds ".."
 
 from spsa_bench.config.loader import resolve  # noqa: E402
+from spsa_bench.engine.simulate import make_problem  # noqa: E402
 from spsa_bench.results.provenance import rule_command  # noqa: E402
 from spsa_bench.results.stream import stream_benchmark  # noqa: E402
 
 start = time.perf_counter()
+config = resolve(snakemake.config)
+# each scenario's parameter count: a run file with another is refused, naming both
+counts = {
+    name: len(make_problem(config, name, [0]).params.theta_start) for name in config.scenarios
+}
 try:
     ds = stream_benchmark(
         snakemake.input.runs,
         snakemake.output[0],
         order=snakemake.params.order,
-        config_json=resolve(snakemake.config).to_json(),  # provenance: the whole config
+        config_json=config.to_json(),  # provenance: the whole config
         command=rule_command(snakemake.rule, {}),
+        param_counts=counts,
     )
 except ValueError as error:  # a bad run file: one line naming it, exit 2
     print(f"combine: {' '.join(str(error).split())}", file=sys.stderr)

@@ -20,36 +20,41 @@ import pandas as pd  # noqa: E402
 
 from spsa_bench.analysis import figures  # noqa: E402
 from spsa_bench.analysis.tuning import select_comparison  # noqa: E402
-from spsa_bench.results.combine import open_benchmark_or_exit, open_schedules  # noqa: E402
+from spsa_bench.results.combine import (  # noqa: E402
+    exit_on_read_error,
+    open_benchmark_or_exit,
+    open_schedules,
+)
 
-out, params = snakemake.output, snakemake.params
-drawn = {}
-# With a tuning section, each sweep is drawn at its robust tuned setting only.
-tuning = snakemake.input.get("tuning")
-# lazily: the figures read the trajectories one cell at a time (or the final slice only)
-if snakemake.rule == "convergence_figures":
-    ds = select_comparison(
-        open_benchmark_or_exit("figures", snakemake.input.benchmark, ["elo_loss"], lazy=True),
-        tuning,
-    )
-    drawn["convergence"] = figures.convergence(ds)
-    drawn["ecdf"] = figures.ecdf_pairs_to_target(ds, params.targets)
-elif snakemake.rule == "comparison_figures":
-    ds = select_comparison(
-        open_benchmark_or_exit("figures", snakemake.input.benchmark, ["elo_loss"], lazy=True),
-        tuning,
-    )
-    drawn["final_loss"] = figures.final_loss(ds)
-    order = [str(v) for v in ds["optimizer"].values]
-    table = pd.read_csv(snakemake.input.convergence)
-    table = table[table["optimizer"].isin(order)]
-    drawn["paired_difference"] = figures.paired_difference(table, params.baseline, order)
-elif snakemake.rule == "async_figures":
-    schedules = open_schedules(snakemake.input.schedules, params.modes)
-    drawn["async_staleness"] = figures.async_staleness(schedules)
-    drawn["async_workers"] = figures.async_workers(schedules)
-else:
-    raise ValueError(f"figures.py: no figures for rule {snakemake.rule!r}")
-for name, fig in drawn.items():
-    figures.save(fig, out[name], out[f"{name}_svg"])
-    print(f"{snakemake.rule}: {out[name]}", file=sys.stderr)
+with exit_on_read_error("figures"):  # a refused or corrupt file: one line, exit 2
+    out, params = snakemake.output, snakemake.params
+    drawn = {}
+    # With a tuning section, each sweep is drawn at its robust tuned setting only.
+    tuning = snakemake.input.get("tuning")
+    # lazily: the figures read the trajectories one cell at a time (or the final slice only)
+    if snakemake.rule == "convergence_figures":
+        ds = select_comparison(
+            open_benchmark_or_exit("figures", snakemake.input.benchmark, ["elo_loss"], lazy=True),
+            tuning,
+        )
+        drawn["convergence"] = figures.convergence(ds)
+        drawn["ecdf"] = figures.ecdf_pairs_to_target(ds, params.targets)
+    elif snakemake.rule == "comparison_figures":
+        ds = select_comparison(
+            open_benchmark_or_exit("figures", snakemake.input.benchmark, ["elo_loss"], lazy=True),
+            tuning,
+        )
+        drawn["final_loss"] = figures.final_loss(ds)
+        order = [str(v) for v in ds["optimizer"].values]
+        table = pd.read_csv(snakemake.input.convergence)
+        table = table[table["optimizer"].isin(order)]
+        drawn["paired_difference"] = figures.paired_difference(table, params.baseline, order)
+    elif snakemake.rule == "async_figures":
+        schedules = open_schedules(snakemake.input.schedules, params.modes)
+        drawn["async_staleness"] = figures.async_staleness(schedules)
+        drawn["async_workers"] = figures.async_workers(schedules)
+    else:
+        raise ValueError(f"figures.py: no figures for rule {snakemake.rule!r}")
+    for name, fig in drawn.items():
+        figures.save(fig, out[name], out[f"{name}_svg"])
+        print(f"{snakemake.rule}: {out[name]}", file=sys.stderr)

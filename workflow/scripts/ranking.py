@@ -16,33 +16,36 @@ import numpy as np  # noqa: E402
 from spsa_bench.analysis import figures, ranking, relaxation  # noqa: E402
 from spsa_bench.analysis.tuning import select_comparison  # noqa: E402
 from spsa_bench.results.atomic import atomic_write  # noqa: E402
-from spsa_bench.results.combine import open_benchmark_or_exit  # noqa: E402
+from spsa_bench.results.combine import exit_on_read_error, open_benchmark_or_exit  # noqa: E402
 
-out = snakemake.output
-# With a tuning section, each sweep takes part at its robust tuned setting only.
-ds = open_benchmark_or_exit("ranking", snakemake.input.benchmark, ["elo_loss"], lazy=True)
-ds = select_comparison(ds, snakemake.input.get("tuning"))
-# The profile and the ranks read the final losses many times: the last checkpoint in
-# memory; the hits and the relaxation read the trajectories one cell at a time.
-final = ds.isel(pairs=[-1]).load()
-profile = ranking.performance_profile(final, np.logspace(0, 3, 121))
-atomic_write(out.profile_csv, lambda tmp: profile.to_csv(tmp, index=False))
-figures.save(ranking.profile_figure(profile), out.performance_profile, out.performance_profile_svg)
-ecdf = ranking.aggregated_ecdf(ds, snakemake.params.targets)
-figures.save(
-    ranking.aggregated_ecdf_figure(ecdf, snakemake.params.targets),
-    out.aggregated_ecdf,
-    out.aggregated_ecdf_svg,
-)
-# the comparisons the budget supports (the configuration benchmark.nc records)
-budget = float(ds["pairs"].values[-1])
-cells = relaxation.relaxation_table(ds, curves=False)
-verdicts = relaxation.problem_verdicts(cells, snakemake.params.baseline, budget)
-ranks = ranking.rank_table(final, verdicts=verdicts)
-atomic_write(out.ranks, lambda tmp: ranks.to_csv(tmp, index=False))
-atomic_write(out.ranks_md, lambda tmp: Path(tmp).write_text(ranking.rank_markdown(ranks)))
-print(
-    f"ranking: {len(profile)} profile points, {len(ranks)} ranks, "
-    f"{int((~verdicts['ranked']).sum())} of {len(verdicts)} comparisons NOT RANKED",
-    file=sys.stderr,
-)
+with exit_on_read_error("ranking"):  # a refused or corrupt file: one line, exit 2
+    out = snakemake.output
+    # With a tuning section, each sweep takes part at its robust tuned setting only.
+    ds = open_benchmark_or_exit("ranking", snakemake.input.benchmark, ["elo_loss"], lazy=True)
+    ds = select_comparison(ds, snakemake.input.get("tuning"))
+    # The profile and the ranks read the final losses many times: the last checkpoint in
+    # memory; the hits and the relaxation read the trajectories one cell at a time.
+    final = ds.isel(pairs=[-1]).load()
+    profile = ranking.performance_profile(final, np.logspace(0, 3, 121))
+    atomic_write(out.profile_csv, lambda tmp: profile.to_csv(tmp, index=False))
+    figures.save(
+        ranking.profile_figure(profile), out.performance_profile, out.performance_profile_svg
+    )
+    ecdf = ranking.aggregated_ecdf(ds, snakemake.params.targets)
+    figures.save(
+        ranking.aggregated_ecdf_figure(ecdf, snakemake.params.targets),
+        out.aggregated_ecdf,
+        out.aggregated_ecdf_svg,
+    )
+    # the comparisons the budget supports (the configuration benchmark.nc records)
+    budget = float(ds["pairs"].values[-1])
+    cells = relaxation.relaxation_table(ds, curves=False)
+    verdicts = relaxation.problem_verdicts(cells, snakemake.params.baseline, budget)
+    ranks = ranking.rank_table(final, verdicts=verdicts)
+    atomic_write(out.ranks, lambda tmp: ranks.to_csv(tmp, index=False))
+    atomic_write(out.ranks_md, lambda tmp: Path(tmp).write_text(ranking.rank_markdown(ranks)))
+    print(
+        f"ranking: {len(profile)} profile points, {len(ranks)} ranks, "
+        f"{int((~verdicts['ranked']).sum())} of {len(verdicts)} comparisons NOT RANKED",
+        file=sys.stderr,
+    )

@@ -11,7 +11,7 @@ sys.path.insert(
 
 from spsa_bench.analysis import relaxation, tables  # noqa: E402
 from spsa_bench.results.atomic import atomic_write  # noqa: E402
-from spsa_bench.results.combine import open_benchmark  # noqa: E402
+from spsa_bench.results.combine import exit_on_read_error, open_benchmark  # noqa: E402
 
 out, baseline, targets = snakemake.output, snakemake.params.baseline, snakemake.params.targets
 # lazily: the trajectories are read one cell at a time (memory independent of the grid)
@@ -21,19 +21,22 @@ except ValueError as error:  # not a readable benchmark.nc: one line naming it, 
     print(f"tables: {' '.join(str(error).split())}", file=sys.stderr)
     sys.exit(2)
 
-# predicted need and relaxation per cell, from the configuration benchmark.nc records
-relax = relaxation.relaxation_table(ds)
-convergence = tables.convergence_table(ds, baseline=baseline, targets=targets, relaxation=relax)
-convergence_md = tables.convergence_markdown(convergence, baseline=baseline, targets=targets)
-atomic_write(out.convergence, lambda tmp: convergence.to_csv(tmp, index=False, float_format="%.6g"))
-atomic_write(out.convergence_md, lambda tmp: Path(tmp).write_text(convergence_md))
+with exit_on_read_error("tables"):  # a refused or corrupt file: one line, exit 2
+    # predicted need and relaxation per cell, from the configuration benchmark.nc records
+    relax = relaxation.relaxation_table(ds)
+    convergence = tables.convergence_table(ds, baseline=baseline, targets=targets, relaxation=relax)
+    convergence_md = tables.convergence_markdown(convergence, baseline=baseline, targets=targets)
+    atomic_write(
+        out.convergence, lambda tmp: convergence.to_csv(tmp, index=False, float_format="%.6g")
+    )
+    atomic_write(out.convergence_md, lambda tmp: Path(tmp).write_text(convergence_md))
 
-kpis = tables.async_table(ds, optimizer=baseline)
-atomic_write(out.kpis, lambda tmp: kpis.to_csv(tmp, index=False, float_format="%.6g"))
-atomic_write(out.kpis_md, lambda tmp: Path(tmp).write_text(tables.async_markdown(kpis)))
-print(
-    f"convergence: {len(convergence)} rows, {int(convergence['significant'].sum())} significant, "
-    f"{int((~convergence['ranked']).sum())} in comparisons NOT RANKED; "
-    f"async: {len(kpis)} batch modes",
-    file=sys.stderr,
-)
+    kpis = tables.async_table(ds, optimizer=baseline)
+    atomic_write(out.kpis, lambda tmp: kpis.to_csv(tmp, index=False, float_format="%.6g"))
+    atomic_write(out.kpis_md, lambda tmp: Path(tmp).write_text(tables.async_markdown(kpis)))
+    print(
+        f"convergence: {len(convergence)} rows, {int(convergence['significant'].sum())} significant, "
+        f"{int((~convergence['ranked']).sum())} in comparisons NOT RANKED; "
+        f"async: {len(kpis)} batch modes",
+        file=sys.stderr,
+    )

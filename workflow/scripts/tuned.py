@@ -13,12 +13,15 @@ sys.path.insert(0, str(Path(snakemake.scriptdir).resolve().parents[1] / "src"))
 from spsa_bench.cli.tune import write_tuned_tables  # noqa: E402
 from spsa_bench.config.loader import resolve  # noqa: E402
 from spsa_bench.config.sections.tuning import parse as tuning_settings  # noqa: E402
-from spsa_bench.results.cf import open_labelled  # noqa: E402
-from spsa_bench.results.combine import open_benchmark_or_exit  # noqa: E402
+from spsa_bench.results.combine import (  # noqa: E402
+    exit_on_read_error,
+    open_benchmark_or_exit,
+    open_tuning,
+)
 
 settings = tuning_settings(resolve(snakemake.config))
-with open_labelled(snakemake.input.tuning) as tuning:
-    ds = tuning.load()
+with exit_on_read_error("tuned"):  # a refused tuning.nc: one line naming it, exit 2
+    ds = open_tuning(snakemake.input.tuning, settings)
 # eagerly, as before the lazy default: one variable, read whole by the tables
 benchmark = open_benchmark_or_exit("tuned", snakemake.input.benchmark, ["elo_loss"], lazy=False)
 out = snakemake.output

@@ -127,10 +127,9 @@ def select_comparison(ds: xr.Dataset, tuning_path) -> xr.Dataset:
     when there is no tuning file."""
     if not tuning_path:
         return ds
-    from spsa_bench.results.cf import open_labelled
+    from spsa_bench.results.combine import open_tuning
 
-    with open_labelled(tuning_path) as tuning:
-        shown = comparison_arms(ds["optimizer"].values, tuning.load())
+    shown = comparison_arms(ds["optimizer"].values, open_tuning(tuning_path))
     return ds.sel(optimizer=shown)
 
 

@@ -129,7 +129,10 @@ def checked_benchmark(path: str, settings):
             "report would not be held out"
         )
     final = benchmark["elo_loss"].sel(cells).isel(pairs=-1).transpose(*BENCHMARK_DIMS[:4])
-    values = final.values
+    try:
+        values = final.values
+    except ValueError as error:  # a chunk failing its checksum, read lazily here
+        raise ConfigError(f"{where}: {' '.join(str(error).split())}") from None
     bad = ~np.isfinite(values)
     if bad.any():
         o, m, s, k = (int(i[0]) for i in np.nonzero(bad))

@@ -9,7 +9,9 @@ hyperparameter that is not a number.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Mapping, Sequence
+from contextlib import contextmanager
 from numbers import Number
 from pathlib import Path
 
@@ -385,11 +387,17 @@ def open_schedules(paths: Iterable[str | Path], modes: Sequence[str]) -> dict[st
     """The schedule files of each batch mode in ``modes``, seed chunks concatenated along ``seed``.
 
     Chunks have different job counts; the shorter ones are padded (``job_pairs`` 0, others NaN).
+    Each file passes :func:`~spsa_bench.results.reading.check_metadata` and its checksums
+    (:class:`ReadError` naming it otherwise).
     """
     parts: dict[str, list[xr.Dataset]] = {}
     for path in paths:
+        check_metadata(path, "not a readable schedule file")
         with xr.open_dataset(path, engine="netcdf4") as one:
-            parts.setdefault(str(one.attrs["batch_mode"]), []).append(one.load())
+            check_attribute_sizes(path, one)
+            if "batch_mode" not in one.attrs:
+                raise ReadError(f"{path}: not a schedule file (no batch_mode attribute)")
+            parts.setdefault(str(one.attrs["batch_mode"]), []).append(load_checked(path, one))
     merged = {}
     for mode in modes:
         if mode in parts:
@@ -412,10 +420,102 @@ def open_benchmark_or_exit(
     """:func:`open_benchmark` for a workflow script: a file it refuses (truncated, not a
     benchmark, hostile labels or attributes) ends the job with one line on stderr,
     ``JOB: <the refusal, naming the file>``, and exit status 2, not a traceback."""
-    import sys
-
     try:
         return open_benchmark(path, variables, lazy=lazy)
     except ValueError as error:
+        print(f"{job}: {' '.join(str(error).split())}", file=sys.stderr)
+        raise SystemExit(2) from None
+
+
+#: The dimensions of ``final_elo_loss`` in a tuning file (``results/fishtest/tuning.nc``).
+TUNING_DIMS = ("arm", "scenario", "batch_mode", "seed")
+#: Its text labels, each a configuration name (:func:`~spsa_bench.results.reading.check_label`).
+TUNING_LABELS = ("arm", "sweep", "kind", "scenario", "batch_mode")
+
+
+def open_tuning(path: str | Path, settings=None) -> xr.Dataset:
+    """The tuning runs' file (``results/fishtest/tuning.nc``, written by ``spsa-bench
+    tune`` and the workflow's tuning_runs job), loaded, after the rules of
+    :func:`open_benchmark`: a regular NetCDF-4 file whose attributes are within their
+    caps by its metadata and once decoded, ``final_elo_loss`` over :data:`TUNING_DIMS`
+    with at least one arm, scenario, batch mode and seed, a ``sweep`` per arm and a
+    ``family`` attribute naming scenarios it has, labels that are configuration names
+    and unique, every variable passing its checksum. With ``settings`` (the
+    configuration's :class:`~spsa_bench.config.sections.tuning.TuningSection`), its
+    arms, scenarios, batch modes and seeds must be the section's. A refusal is one
+    :class:`ReadError` naming the file and the field."""
+    check_metadata(path)
+    try:
+        ds = labels_to_index(xr.open_dataset(path, engine="netcdf4"))
+    except Exception as error:  # netCDF4 raises OSError/RuntimeError/ValueError variants
+        reason = " ".join(str(error).split()) or type(error).__name__
+        raise ReadError(f"{path}: not a readable NetCDF file ({reason})") from None
+    with ds:
+        check_attribute_sizes(path, ds)
+        loss = ds.get("final_elo_loss")
+        if (
+            loss is None
+            or set(loss.dims) != set(TUNING_DIMS)
+            or "sweep" not in ds.variables
+            or "family" not in ds.attrs
+        ):
+            raise ReadError(
+                f"{path}: not a tuning file (expected final_elo_loss over "
+                f"{', '.join(TUNING_DIMS)}, a sweep per arm and a family attribute; pass "
+                "results/fishtest/tuning.nc)"
+            )
+        for dim in TUNING_DIMS:
+            if ds.sizes[dim] == 0:
+                raise ReadError(f"{path}: holds no {dim} (its {dim} dimension has length 0)")
+            values = [str(v) for v in ds[dim].values]
+            if len(set(values)) != len(values):
+                twice = next(v for v in values if values.count(v) > 1)
+                raise ReadError(f"{path}: {dim} {twice!r} appears twice")
+        for name in TUNING_LABELS:
+            if name in ds.variables:
+                check_label(path, name, ds[name].values)
+        scenarios = [str(v) for v in ds["scenario"].values]
+        for name in str(ds.attrs["family"]).split(", "):
+            if name and name not in scenarios:
+                raise ReadError(
+                    f"{path}: attribute family names scenario {name[:80]!r}, which the file "
+                    f"has not ({', '.join(scenarios)})"
+                )
+        if settings is not None:
+            _check_tuning_cells(path, ds, settings)
+        return load_checked(path, ds)
+
+
+def _check_tuning_cells(path, ds: xr.Dataset, settings) -> None:
+    """Refuse a tuning file whose arms, scenarios, batch modes or seeds are not those of
+    the tuning section ``settings`` (a file of another configuration, or edited)."""
+    wanted = {
+        "arm": [arm.name for arm in settings.arms],
+        "scenario": [str(name) for name in settings.scenarios],
+        "batch_mode": [mode.name for mode in settings.batch_modes],
+        "seed": [str(seed) for seed in settings.seeds],
+    }
+    for dim, names in wanted.items():
+        have = [str(v) for v in ds[dim].values]
+        extra = [v for v in have if v not in names]
+        missing = [v for v in names if v not in have]
+        if extra or missing:
+            what = f"has {dim} {extra[0]!r}" if extra else f"has no {dim} {missing[0]!r}"
+            raise ReadError(
+                f"{path}: {what}, but the configuration's tuning section has "
+                f"{len(names)} ({', '.join(names[:6])}{', ...' if len(names) > 6 else ''}); "
+                "the file is from another configuration: rerun the tuning runs"
+            )
+
+
+@contextmanager
+def exit_on_read_error(job: str):
+    """For a workflow script: a file a reader refuses (:class:`ReadError`: not NetCDF,
+    oversized attributes, hostile labels, a checksum failing when lazily read data is
+    computed) ends the job with one line on stderr, ``JOB: <the refusal, naming the
+    file>``, and exit status 2, not a traceback."""
+    try:
+        yield
+    except ReadError as error:
         print(f"{job}: {' '.join(str(error).split())}", file=sys.stderr)
         raise SystemExit(2) from None

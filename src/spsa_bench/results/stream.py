@@ -84,14 +84,16 @@ def _kept_whole(head: xr.Dataset) -> list[str]:
 
 
 def _skeletons(
-    paths: Iterable[str | Path], order: Mapping[str, Sequence[str]] | None = None
+    paths: Iterable[str | Path],
+    order: Mapping[str, Sequence[str]] | None = None,
+    param_counts: Mapping[str, int] | None = None,
 ) -> tuple[dict, dict, dict, np.ndarray, np.ndarray]:
     """``({cell: [skeleton]}, {cell: [whole]}, {cell: [path]}, seeds, grid)`` of the run
     files. A skeleton is a file's first checkpoint at its first :data:`SKELETON_SEEDS`
     seeds; ``whole`` its :func:`_kept_whole` variables at every seed. Both are checked
     (finite values, one checkpoint grid), and each file's cell against the others
     (:func:`~spsa_bench.results.combine.check_cell`: labels among ``order``'s, one
-    parameter count per scenario); the other values are checked as pass 2 reads them
+    parameter count per scenario, ``param_counts``' when given); the other values are checked as pass 2 reads them
     (:func:`_write_file`)."""
     skeletons: dict[tuple, list[xr.Dataset]] = {}
     wholes: dict[tuple, list[xr.Dataset]] = {}
@@ -107,7 +109,7 @@ def _skeletons(
             check_grid(path, pairs, grid)
         grid = pairs if grid is None else grid
         key = cell_key(head)
-        check_cell(path, head, key, order, params)
+        check_cell(path, head, key, order, params, param_counts)
         seeds.append(head["seed"].values)
         skeletons.setdefault(key, []).append(skeleton)
         wholes.setdefault(key, []).append(whole)
@@ -267,18 +269,21 @@ def stream_benchmark(
     order: Mapping[str, Sequence[str]] | None = None,
     config_json: str | None = None,
     command: str | None = None,
+    param_counts: Mapping[str, int] | None = None,
 ) -> xr.Dataset:
     """Write ``output`` as :func:`combine_benchmark` + :func:`write_benchmark` would,
     holding one cell of checkpoint data at a time; returns the skeleton (no checkpoints).
 
     ``order`` gives the configuration's names of each cell dimension it has: a run file
     whose label is not among them (a flipped byte in ``calibrated``) is refused, as is
+    one whose ``param`` axis differs from its scenario's count in ``param_counts``
+    (``{scenario: parameters}``, the configuration's; the workflow passes it), as is
     any file :func:`~spsa_bench.results.datasets.open_run_head` or
     :func:`~spsa_bench.results.combine.check_cell` refuses; a refusal is one
     ``ValueError`` naming the file, raised before ``output`` is touched, or (a checksum
     failing in pass 2) before the temporary file replaces it.
     """
-    skeletons, wholes, files, seeds, grid = _skeletons(paths, order)
+    skeletons, wholes, files, seeds, grid = _skeletons(paths, order, param_counts)
     template = finish_benchmark(combine_cells(skeletons), order, config_json, command)
     every_seed = all(np.array_equal(_cell_seeds(cell), seeds) for cell in wholes.values())
     big = _streamed(template, wide_integers=every_seed)
