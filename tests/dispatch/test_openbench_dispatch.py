@@ -221,3 +221,22 @@ def test_batched_schedules_survive_their_file(tmp_path):
     back = read_schedule(path, num_pairs=300)
     for name in ("job_lead", "job_pairs", "job_offset", "job_arrived_before", "arrival_job"):
         np.testing.assert_array_equal(getattr(back, name), getattr(schedule, name))
+
+
+def test_batched_with_no_interim_report_is_bulk():
+    """With a report interval longer than any job every job is one piece: the schedule
+    is the BULK one, each job its own lead."""
+    from spsa_bench.dispatch.asynchronous import split_reports
+
+    settings = AsyncSettings(
+        num_workers=3, batch="openbench", pairs_per=4, concurrency_min=2, concurrency_max=8,
+        duration_median=10.0, duration_p95=30.0,
+    )  # fmt: skip
+    bulk = async_schedule(ENTROPY, [0, 1, 5], 900, settings)
+    one_piece = split_reports(bulk, interval=1e12)
+    np.testing.assert_array_equal(
+        one_piece.job_lead, np.where(bulk.job_mask(), np.arange(bulk.max_jobs), -1)
+    )
+    for name in ("n_jobs", "job_pairs", "job_offset", "job_arrived_before", "job_worker",
+                 "arrival_job", "job_dispatch_time", "job_arrival_time"):  # fmt: skip
+        np.testing.assert_array_equal(getattr(one_piece, name), getattr(bulk, name), name)
