@@ -151,6 +151,43 @@ def test_vectorised_sprt_matches_the_literal_loop_row_by_row(test, gains):
     assert passed.any() and (~passed & stopped).any() and (~stopped).any()
 
 
+def _ref_uniform(key, position):
+    """Output ``position`` of the SplitMix64 stream keyed ``key``, in [0, 1), in plain
+    integers (Steele, Lea & Flood 2014: the finaliser of key + (position + 1) * gamma)."""
+    mask = (1 << 64) - 1
+    z = (key + (position + 1) * 0x9E3779B97F4A7C15) & mask
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & mask
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & mask
+    z ^= z >> 31
+    return (z >> 11) * 2.0**-53
+
+
+@pytest.mark.parametrize("scale", ["logistic", "normalized"])
+def test_simulate_sprt_with_keys_matches_a_pair_by_pair_loop(scale):
+    """The public function end to end: each row's pairs drawn one at a time from its own
+    key by inverse CDF, then the literal SPRT loop."""
+    test = _test("sprt", scale, (0.0, 12.0) if scale == "logistic" else (0.0, 20.0))
+    chunk, max_pairs = 16, 640
+    gain = np.repeat([-8.0, 3.0, 8.0, 20.0], 5)
+    keys = sel.row_keys(42, range(gain.size), 0x5E)
+    out = sel.simulate_sprt(gain, test, keys=keys, chunk=chunk, max_pairs=max_pairs)
+    model, h0, h1 = sel.sprt_bounds(test)
+    probs = sel.pair_probabilities(test, gain)
+    for r in range(gain.size):
+        cdf, total = [], 0.0
+        for p in probs[r, :4].tolist():
+            total += p
+            cdf.append(total)
+        draws = np.zeros((max_pairs // chunk, 5), dtype=int)
+        for j in range(max_pairs):
+            u = _ref_uniform(int(keys[r]), j)
+            draws[j // chunk, sum(u >= c for c in cdf)] += 1
+        passed, elo, pairs = _ref_sprt(draws, model, h0, h1, chunk)
+        assert (out.passed[r], out.pairs[r]) == (passed, pairs), r
+        assert out.elo[r] == pytest.approx(elo, abs=1e-9)
+    assert out.passed.any() and not out.passed.all()
+
+
 def test_llr_matches_the_literal_loop_and_fishtest_values():
     rng = np.random.default_rng(3)
     counts = rng.multinomial(400, np.array(STC_PTNML) / sum(STC_PTNML), size=12)

@@ -20,10 +20,11 @@ exponential tilt of ``q`` to that mean, ``p_i = q_i exp(lam s_i) / Z(lam)``, wit
 increasing in ``lam``, its derivative being the tilted variance, so the root is
 unique). Among all distributions on the five scores with mean ``score(G)`` the tilt is
 the one closest to ``q`` in relative entropy, ``argmin_p KL(p || q)`` (the I-projection;
-Lagrange: ``log(p_i / q_i) = lam s_i - log Z``): it keeps every feature of the observed
-test (draw rate, pair correlation) that the mean does not force to change, adding no
-information beyond the mean - the maximum-entropy choice relative to ``q``. At ``G``
-equal to the test's own observed Elo, ``lam = 0`` and ``p = q``.
+Lagrange: ``log(p_i / q_i) = lam s_i - log Z``): it departs from the observed test (its
+draw rate, its pair correlation) only as far as the new mean forces, assuming nothing
+else - the maximum-entropy choice relative to ``q``. At ``G`` equal to the test's own
+observed Elo, ``lam = 0`` and ``p = q``. (An inferred model: nothing in the corpus says
+how a test's pentanomial would look at another Elo.)
 
 **The SPRT** (:func:`sprt_llr`, Fishtest ``server/fishtest/stats/LLRcalc.py`` and
 ``stat_util.py``, ``update_SPRT``; fetched at commit b8eecff2 of
@@ -38,11 +39,11 @@ maximum-likelihood distribution (on the same support) under hypothesis ``k``:
   the secular equation ``sum_i w_i (a_i - s_k) / (1 + x (a_i - s_k)) = 0``;
 * normalized bounds ``nelo0, nelo1`` (``LLR_normalized``): ``p_k`` has t-value
   ``(mu - 1/2) / sigma = t_k`` over the pair scores, ``t_k = sqrt(2) nelo_k ln(10) /
-  800`` (normalized Elo is the per-game t-value times ``800 / ln 10``; a pair's
-  variance is half a game's); found by Fishtest's fixed point ``p_i = w_i / (1 + x
+  800`` (normalized Elo is the per-game t-value times ``800 / ln 10``, and Fishtest
+  takes a game's standard deviation as ``sqrt(2)`` times the pair score's); found by Fishtest's fixed point ``p_i = w_i / (1 + x
   d_i)``, ``d_i = a_i - 1/2 - t_k sigma (1 + ((mu - a_i) / sigma)^2) / 2`` with ``mu``,
   ``sigma`` of the previous ``p`` and ``x`` the secular root for ``d``;
-* BayesElo bounds (Fishtest before 2019) are converted to logistic Elo as
+* BayesElo bounds (Fishtest's tests until 2019) are converted to logistic Elo as
   ``update_SPRT`` does, ``elo(P_win + P_draw / 2)`` of the BayesElo probabilities with
   the test's draw Elo, here the draw Elo of the record's whole W/L/D (Fishtest
   re-estimates it from the running counts; the historical test used the trinomial
@@ -50,9 +51,9 @@ maximum-likelihood distribution (on the same support) under hypothesis ``k``:
 
 The test stops when ``LLR < log(beta / (1 - alpha)) + o0`` (rejected, checked first)
 or ``LLR > log((1 - beta) / alpha) - o1`` (accepted), ``alpha = beta = 0.05``
-(Fishtest's ``views_run.py``), evaluated every ``chunk`` pairs (Fishtest's batch is
-16 pairs at STC, fewer at longer time controls), with Fishtest's dynamic overshoot
-correction (Siegmund, Corollary 8.33): ``o1 = sum(delta^2) / (2 sum(delta))`` over
+(Fishtest's ``views_run.py``), evaluated every ``chunk`` pairs (Fishtest's batch,
+``views_run.py``, is ``max(1, int(0.5 + 16 / tc_ratio))`` pairs: 16 at STC, 3 at LTC),
+with the dynamic overshoot correction of ``update_SPRT`` (Siegmund, Corollary 8.33): ``o1 = sum(delta^2) / (2 sum(delta))`` over
 the increments ``delta`` of the running maximum of the LLR (from 0), ``o0`` likewise
 over the running minimum. A test still running at ``max_pairs`` is truncated and
 counted as not passed; the default is Fishtest's cap of 800,000 games
