@@ -99,7 +99,26 @@ def labels_to_index(ds: xr.Dataset) -> xr.Dataset:
 
 def open_labelled(path) -> xr.Dataset:
     """Open a NetCDF file of the benchmark lazily, text labels as dimension indexes
-    (:func:`labels_to_index`), so ``ds.sel(path="macro")`` works on any layout."""
+    (:func:`labels_to_index`), so ``ds.sel(path="macro")`` works on any layout.
+
+    The rules every reader applies (:mod:`spsa_bench.results.reading`) hold: a regular
+    NetCDF-4 file whose attributes are within their caps by its metadata and once
+    decoded, else one :class:`~spsa_bench.results.reading.ReadError` naming it. The
+    files with a known layout have their own readers with more checks
+    (``open_benchmark``, ``open_tuning``)."""
     import xarray as xr
 
-    return labels_to_index(xr.open_dataset(path, engine="netcdf4"))
+    from spsa_bench.results.reading import ReadError, check_attribute_sizes, check_metadata
+
+    check_metadata(path)
+    try:
+        ds = labels_to_index(xr.open_dataset(path, engine="netcdf4"))
+    except Exception as error:  # netCDF4 raises OSError/RuntimeError/ValueError variants
+        reason = " ".join(str(error).split()) or type(error).__name__
+        raise ReadError(f"{path}: not a readable NetCDF file ({reason})") from None
+    try:
+        check_attribute_sizes(path, ds)
+    except ReadError:
+        ds.close()
+        raise
+    return ds
