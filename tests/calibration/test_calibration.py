@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -106,7 +107,9 @@ def test_nearest_time_control():
 
 
 def test_budget_levels_are_log_quantiles_of_the_known_budgets_on_fishtests_grid():
-    records = [_record(f"2020-g{i}", [], games=g) for i, g in enumerate((10_000, 100_000, 1_000_000))]
+    records = [
+        _record(f"2020-g{i}", [], games=g) for i, g in enumerate((10_000, 100_000, 1_000_000))
+    ]
     records.append(_record("2020-g-unknown", [], games=None))
     levels = budget_levels(records, 3, "corpus")
     logs = np.log([10_000, 100_000, 1_000_000])
@@ -139,7 +142,9 @@ def test_simulated_elo_is_the_true_gain_plus_the_records_noise():
     values = np.array([[4.0]])
     runs = []
     for error in (0.196, 1.96):
-        setting = tune_setting(_record("2020-e", [_test("fixed", elo=0.0, error=error)]), (1000,), "LTC")
+        setting = tune_setting(
+            _record("2020-e", [_test("fixed", elo=0.0, error=error)]), (1000,), "LTC"
+        )
         runs.append(simulate_tune(setting, family, values, [0, 1, 2], 7, SYNC)[0, :, 0])
     z = (runs[1] - runs[0]) / (1.0 - 0.1)
     gain = runs[0] - 0.1 * z
@@ -172,3 +177,60 @@ def test_simulation_based_calibration_recovers_a_known_median():
     assert kept.min() <= math.log(truth) <= kept.max()
     assert kept.max() - kept.min() < 0.5 * (math.log(30.0) - math.log(0.3))
     assert result.samples.shape == (10, kept.size * 3, len(STATS))
+
+
+def test_an_sprt_verification_is_played_and_conditioned_on_its_quoted_outcome():
+    """Rows whose simulated SPRT ended as the record's did keep its Elo at stopping, the
+    others are NaN; a passed record at gains near its bounds then quotes more Elo than
+    the rows' true gain on average (the selection the fixed-games model lacked)."""
+    from spsa_bench.calibration.selection import row_keys, simulate_sprt
+    from spsa_bench.calibration.simulate import selected_elo
+
+    passed = _test(wins=3000, losses=2900, draws=4100)  # SPRT [0, 2] logistic, passed
+    failed = dataclasses.replace(passed, result="failed")
+    gain = np.full(400, 1.0)
+    keys = row_keys(5, range(400), 0x5E)
+    outcome = simulate_sprt(gain, passed, keys=keys)
+    on_pass, on_fail = selected_elo(gain, passed, keys), selected_elo(gain, failed, keys)
+    np.testing.assert_array_equal(np.isfinite(on_pass), outcome.passed)
+    np.testing.assert_array_equal(np.isfinite(on_fail), ~outcome.passed)
+    np.testing.assert_array_equal(on_pass[outcome.passed], outcome.elo[outcome.passed])
+    kept = on_pass[np.isfinite(on_pass)]
+    assert 20 < kept.size < 380
+    assert kept.mean() - 1.0 > 3 * kept.std(ddof=1) / math.sqrt(kept.size)
+
+
+def test_an_unknown_time_control_is_the_longest_verification_one():
+    from spsa_bench.calibration.simulate import tuned_time_control
+
+    vvltc = dataclasses.replace(_test(wins=30, losses=20, draws=50), label="VVLTC")
+    stc = dataclasses.replace(_test(wins=30, losses=20, draws=50), label="STC")
+    text = dataclasses.replace(stc, label=None, time_control="60+0.6")
+    record = _record("2024-tc", [stc, vvltc])
+    unknown = dataclasses.replace(record, tune=dataclasses.replace(record.tune, time_control=None))
+    assert tuned_time_control(unknown, "STC") == "VLTC"  # VVLTC plays VLTC's noise
+    assert (
+        tuned_time_control(dataclasses.replace(unknown, verification=(stc, text)), "STC") == "LTC"
+    )
+    assert tuned_time_control(dataclasses.replace(unknown, verification=()), "STC") == "STC"
+    assert tuned_time_control(record, "STC") == "LTC"  # quoted 60+0.6 wins
+
+
+def test_step_spread_plays_each_seed_at_its_own_r_end_multiplier():
+    """Seed slot i with a step spread is the same tune with every r_end times the slot's
+    multiplier and no spread; spread 0 multiplies by exactly 1."""
+    from spsa_bench.calibration.simulate import scaled_r_end, step_multipliers, tune_entropy
+
+    family = PriorFamily({"inactive_fraction": 0.0}, (FreeNumber("elo_at_stake.median", 1, 10),))
+    values = np.array([[4.0]])
+    setting = tune_setting(_record("2020-s", [_test("fixed", elo=0.0, error=1.0)]), (1,), "LTC")
+    assert step_multipliers(3, [0, 1], 0.0) == [1.0, 1.0]
+    steps = step_multipliers(tune_entropy(3, "2020-s"), [5, 6], 0.5)
+    assert (
+        len(set(steps)) == 2 and step_multipliers(tune_entropy(3, "2020-s"), [6], 0.5) == steps[1:]
+    )
+    spread = simulate_tune(setting, family, values, [5, 6], 3, SYNC, step_spread=0.5)
+    for i, seed in enumerate((5, 6)):
+        scaled = dataclasses.replace(setting, block_text=scaled_r_end(setting.block_text, steps[i]))
+        alone = simulate_tune(scaled, family, values, [seed], 3, SYNC)
+        np.testing.assert_array_equal(spread[:, [i]], alone)

@@ -21,16 +21,27 @@ def _raw() -> dict:
 
 
 def test_the_shipped_calibration_config_parses():
-    section = parse(resolve(_raw()))
-    assert section.draws == 32 and len(section.free) == 4
-    assert section.batch_settings["batch_size"] == 36
+    raw = _raw()
+    section = parse(resolve(raw))
+    assert section.draws == raw["calibration"]["draws"]
+    assert [f[0] for f in section.free] == list(raw["calibration"]["free"])
+    assert section.batch_settings == raw["batch_modes"][raw["calibration"]["batch_mode"]]
+    assert section.default_games == "corpus"
 
 
 @pytest.mark.parametrize(
     ("edit", "message"),
     [
         (lambda c: c.update({"free": {"interaction": {"low": 0, "high": 1}}}), "not a free key"),
-        (lambda c: c["free"].update({"offset.df": {"low": 1, "high": 2}}), "too many properties"),
+        (
+            lambda c: c["free"].update(
+                {
+                    "offset.df": {"low": 1, "high": 2},
+                    "elo_at_stake.concentration": {"low": 1, "high": 2},
+                }
+            ),
+            "too many properties",
+        ),
         (lambda c: c["free"].update({"offset.scale": {"low": 2, "high": 1}}), "must be below"),
         (
             lambda c: c["free"].update({"plateau.fraction": {"low": 0, "high": 1, "log": True}}),

@@ -34,17 +34,25 @@ from collections.abc import Sequence
 import numpy as np
 
 from spsa_bench.calibration.prior import PriorFamily
-from spsa_bench.calibration.stats import STATS, observed_stats, simulated_stats
+from spsa_bench.calibration.selection import row_keys, simulate_sprt
+from spsa_bench.calibration.stats import STATS, chosen_test, observed_stats, simulated_stats
 from spsa_bench.config.param_block import parse_block, synthetic_tune
-from spsa_bench.corpus.records import TuneRecord
+from spsa_bench.corpus.records import TuneRecord, Verification
 from spsa_bench.model.bowl import TIME_CONTROLS, SeedBowls
 from spsa_bench.model.instances import draw_instances
 from spsa_bench.model.time_control import tc_limit
 
 #: Fishtest's SPSA defaults where a record does not say (A as a share of N).
 DEFAULT_A_RATIO, DEFAULT_ALPHA, DEFAULT_GAMMA = 0.1, 0.602, 0.101
-#: The spawn key of the simulated verification noise.
+#: The spawn key of the simulated verification noise, and (below it) of the SPRT's pairs.
 VERIFY_KEY = 0x5E
+SPRT_KEY = 1
+#: The spawn key of the step multipliers (:func:`step_multipliers`).
+STEP_KEY = 0x57E9
+#: A simulated SPRT plays true gains clipped to this many Elo (the tilt of a test's
+#: pentanomial cannot reach a score its counts never saw, near 190 Elo): far beyond any
+#: test's bounds, so the outcome is the same.
+SPRT_GAIN_CLIP = 150.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,6 +74,8 @@ class TuneSetting:
     gamma: float
     observed: np.ndarray  # (stat,)
     se: float
+    #: the verification test the statistic reads (:func:`~.stats.chosen_test`), or None
+    verification: Verification | None = None
 
 
 def nearest_time_control(text: str | None, default: str) -> str:
@@ -76,6 +86,38 @@ def nearest_time_control(text: str | None, default: str) -> str:
     base, increment = (float(x) for x in text.split("+"))
     limit = math.log(3.0 * base + 200.0 * increment)
     return min(TIME_CONTROLS, key=lambda tc: abs(math.log(tc_limit(tc)) - limit))
+
+
+#: The words of a verification label that name a Fishtest time control, in order of
+#: length, and the noise model each stands for (VVLTC has none of its own: VLTC's).
+_LABEL_TIME_CONTROLS = {"STC": "STC", "LTC": "LTC", "VLTC": "VLTC", "VVLTC": "VLTC"}
+_LABEL_ORDER = ("STC", "LTC", "VLTC", "VVLTC")
+
+
+def tuned_time_control(record: TuneRecord, default: str) -> str:
+    """The noise model of ``record``'s tune: the nearest to its quoted time control
+    (:func:`nearest_time_control`); unknown, the longest time control among its
+    verification tests (their ``base+increment`` or the STC/LTC/VLTC/VVLTC word of their
+    label; VVLTC plays VLTC's noise), an inference: a tune is verified at its own time
+    control and the commits' tests go up to it; else ``default``."""
+    if record.tune.time_control is not None:
+        return nearest_time_control(record.tune.time_control, default)
+    best = None  # (rank, noise model)
+    for test in record.verification:
+        if test.time_control is not None:
+            base, increment = (float(x) for x in test.time_control.split("+"))
+            rank = 3.0 * base + 200.0 * increment
+            found = (rank, nearest_time_control(test.time_control, default))
+        else:
+            words = [w for w in (test.label or "").upper().split() if w in _LABEL_TIME_CONTROLS]
+            if not words:
+                continue
+            tc = words[0]
+            found = (tc_limit(_LABEL_TIME_CONTROLS[tc]) * (1 + _LABEL_ORDER.index(tc) / 10),
+                     _LABEL_TIME_CONTROLS[tc])  # fmt: skip
+        if best is None or found[0] > best[0]:
+            best = found
+    return default if best is None else best[1]
 
 
 def fishtest_games(games: float) -> int:
@@ -126,6 +168,7 @@ def tune_setting(
     else:
         text = synthetic_tune(max(len(record.parameters), 1))
     observed, se = observed_stats(record)
+    chosen = chosen_test(record)
     return TuneSetting(
         name=record.name,
         year=record.year,
@@ -135,12 +178,13 @@ def tune_setting(
         games=int(games),
         games_known=tune.games is not None,
         budgets=budgets,
-        time_control=nearest_time_control(tune.time_control, default_time_control),
+        time_control=tuned_time_control(record, default_time_control),
         a_ratio=float(a_ratio),
         alpha=DEFAULT_ALPHA if tune.alpha is None else float(tune.alpha),
         gamma=DEFAULT_GAMMA if tune.gamma is None else float(tune.gamma),
         observed=observed,
         se=se,
+        verification=None if chosen is None else chosen[0],
     )
 
 
@@ -216,29 +260,70 @@ def simulate_tune(
     seeds: Sequence[int],
     entropy: int,
     batch_mode: dict,
+    step_spread: float = 0.0,
 ) -> np.ndarray:
     """The statistics of ``setting`` simulated at every prior draw ``values`` ``(draw,
-    free)`` and seed, ``(draw, seed, stat)``: one replay per budget of the setting, the
-    seed slots ``i`` with ``i mod len(budgets)`` equal to the budget's index in it
-    (module docstring)."""
+    free)`` and seed, ``(draw, seed, stat)``: seed slot ``i`` plays
+    ``budgets[i mod len(budgets)]`` games with every ``r_end`` times its step multiplier
+    (:func:`step_multipliers`), one replay per distinct pair (module docstring)."""
     seeds = [int(s) for s in seeds]
     out = np.full((values.shape[0], len(seeds), len(STATS)), np.nan)
-    slots = np.arange(len(seeds)) % len(setting.budgets)
-    for level, games in enumerate(setting.budgets):
-        chosen = np.flatnonzero(slots == level)
-        if chosen.size:
-            out[:, chosen] = _simulate_at(
-                setting, family, values, [seeds[i] for i in chosen], entropy, batch_mode, games
-            )
+    gain = np.full((values.shape[0], len(seeds)), np.nan)
+    budget = [setting.budgets[i % len(setting.budgets)] for i in range(len(seeds))]
+    step = step_multipliers(tune_entropy(entropy, setting.name), seeds, step_spread)
+    for games, multiplier in sorted(set(zip(budget, step, strict=True))):
+        chosen = [i for i in range(len(seeds)) if (budget[i], step[i]) == (games, multiplier)]
+        out[:, chosen], gain[:, chosen] = _simulate_at(
+            setting, family, values, [seeds[i] for i in chosen], entropy, batch_mode, games,
+            multiplier,
+        )  # fmt: skip
+    test = setting.verification
+    if test is not None and test.test == "sprt" and np.isfinite(setting.se):
+        keys = row_keys(tune_entropy(entropy, setting.name), seeds, VERIFY_KEY, SPRT_KEY)
+        elo = selected_elo(gain.ravel(), test, np.tile(keys, values.shape[0]))
+        out[:, :, 0] = elo.reshape(gain.shape)
     return out
 
 
-def _simulate_at(setting, family, values, seeds, entropy, batch_mode, games) -> np.ndarray:
-    """:func:`simulate_tune` at one budget, ``(draw, seed, stat)``, in one replay."""
+def step_multipliers(entropy: int, seeds: Sequence[int], spread: float) -> list[float]:
+    """One multiplier of the block's ``r_end`` per seed, ``exp(spread Z_s)`` with ``Z_s ~
+    N(0, 1)`` from ``SeedSequence(entropy, spawn_key=(STEP_KEY, s))`` (all 1.0 when
+    ``spread`` is 0): the step of a real tune is known only as well as its block, whose
+    ``c_end`` and ``r_end`` are mostly inferred from ``TUNE()``'s defaults (an author may
+    have edited them on Fishtest unrecorded), so the section may let it vary by a
+    log-normal factor, an assumption stated with its value (docs/calibration.md)."""
+    if spread == 0:
+        return [1.0] * len(seeds)
+    return [
+        float(np.exp(spread * np.random.default_rng(
+            np.random.SeedSequence(entropy, spawn_key=(STEP_KEY, int(s)))).standard_normal()))
+        for s in seeds
+    ]  # fmt: skip
+
+
+def scaled_r_end(text: str, multiplier: float) -> str:
+    """The block ``text`` with every ``r_end`` times ``multiplier``."""
+    if multiplier == 1.0:
+        return text
+    block = parse_block(text)
+    return dataclasses.replace(block, r_end=block.r_end * multiplier).to_text()
+
+
+def _simulate_at(
+    setting, family, values, seeds, entropy, batch_mode, games, multiplier=1.0
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`simulate_tune` at one budget in one replay: the statistics ``(draw, seed,
+    stat)`` (the verification Elo as a fixed-games test) and the true gains ``(draw,
+    seed)``."""
     from spsa_bench.engine.simulate import prepare
 
     n_draws, n_seeds = values.shape[0], len(seeds)
-    config = tune_config(setting, entropy, batch_mode, games)
+    config = tune_config(
+        dataclasses.replace(setting, block_text=scaled_r_end(setting.block_text, multiplier)),
+        entropy,
+        batch_mode,
+        games,
+    )
     block = parse_block(setting.block_text)
     bowls = stack_bowls(
         [
@@ -271,7 +356,20 @@ def _simulate_at(setting, family, values, seeds, entropy, batch_mode, games) -> 
         gain, final, block.start, block.c_end, setting.se, np.tile(normal, n_draws),
         setting.has_block,
     )  # fmt: skip
-    return out.reshape(n_draws, n_seeds, len(STATS))
+    return out.reshape(n_draws, n_seeds, len(STATS)), gain.reshape(n_draws, n_seeds)
+
+
+def selected_elo(gain: np.ndarray, test: Verification, keys: np.ndarray) -> np.ndarray:
+    """The verification Elo of simulated tunes whose record chose an SPRT: the test
+    played at the true gains ``gain`` (:func:`~spsa_bench.calibration.selection.simulate_sprt`,
+    one counter stream per row ``keys``), its Elo at stopping where the simulated test
+    ended as the record's did (passed, or not), NaN where it did not: the predictive
+    sample of a quoted SPRT Elo is conditional on the outcome that was quoted (a passed
+    SPRT was committed; its stopping rule inflates the Elo), not an unbiased measurement.
+    """
+    outcome = simulate_sprt(np.clip(gain, -SPRT_GAIN_CLIP, SPRT_GAIN_CLIP), test, keys=keys)
+    same = outcome.passed == (test.result == "passed")
+    return np.where(same, outcome.elo, np.nan)
 
 
 __all__ = [
@@ -279,9 +377,13 @@ __all__ = [
     "budget_levels",
     "fishtest_games",
     "nearest_time_control",
+    "selected_elo",
+    "scaled_r_end",
     "simulate_tune",
+    "step_multipliers",
     "stack_bowls",
     "tune_config",
     "tune_entropy",
     "tune_setting",
+    "tuned_time_control",
 ]

@@ -9,6 +9,7 @@ docs/calibration.md)::
       accept: 0.25                 # share of the draws kept (the closest)
       default_games: corpus        # a tune whose budget is unknown: corpus or a number
       default_time_control: LTC    # a tune whose time control is unknown
+      step_spread: 0               # log-sd of a per-instance factor on every r_end
       fixed: {inactive_fraction: 0.25, plateau: {width: 1}}   # a truth mapping
       free:                        # 1 to 4 dotted truth keys: range, log-uniform or not
         elo_at_stake.median: {low: 0.5, high: 20, log: true}
@@ -50,6 +51,7 @@ DEFAULTS = {
     "accept": 0.25,
     "default_games": "corpus",
     "default_time_control": "LTC",
+    "step_spread": 0.0,
     "fixed": {},
 }
 
@@ -63,6 +65,7 @@ class CalibrationSection:
     accept: float
     default_games: int | str  # a number of games, or "corpus"
     default_time_control: str
+    step_spread: float
     fixed: dict
     free: tuple[tuple[str, float, float, bool], ...]  # (key, low, high, log)
 
@@ -131,6 +134,7 @@ def parse(config: Config) -> CalibrationSection | None:
         accept=float(raw["accept"]),
         default_games=games,
         default_time_control=raw["default_time_control"],
+        step_spread=float(raw["step_spread"]),
         fixed=fixed,
         free=tuple(free),
     )

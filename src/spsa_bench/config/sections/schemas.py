@@ -284,6 +284,12 @@ CALIBRATION = _object(
             "enum": ["STC", "LTC", "VLTC"],
             "description": "noise of a tune whose time control is unknown (default LTC)",
         },
+        "step_spread": _num(
+            "log-sd of a per-instance log-normal factor on every r_end of a simulated tune "
+            "(the step's uncertainty: blocks mostly inferred; default 0, off)",
+            minimum=0,
+            maximum=2,
+        ),
         "fixed": {"type": "object", "description": "the fixed part of the truth mapping"},
         "free": {
             "type": "object",
