@@ -8,6 +8,65 @@ REPO = Path(__file__).resolve().parents[1]
 DEFAULT_CONFIG = REPO / "config" / "config.yaml"
 
 
+#: The modules of the ``slurm`` tests: under the README's test command they are one work
+#: unit, so one worker runs them one after the other (the one-node cluster of
+#: ci/slurm-up.sh has room for one of them at a time).
+SLURM_MODULES = ("tests/e2e/test_slurm_smoke.py", "tests/e2e/test_slurm_workflow.py")
+#: Modules whose tests share nothing costly (each makes its own workflow run in its own
+#: tmp_path): each test is a work unit of its own, so that their long Snakemake runs
+#: spread over the workers.
+SPLIT_MODULES = ("tests/e2e/test_workflow.py",)
+
+
+def _module(nodeid: str) -> str:
+    return nodeid.split("::", 1)[0]
+
+
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist, when it is installed
+def pytest_xdist_make_scheduler(config, log):
+    """The README's test command (``-n auto --dist loadfile --no-loadscope-reorder``):
+    pytest-xdist's loadfile scheduling, a module's tests on one worker (its module
+    fixtures, such as the shared workflow runs of tests/e2e/test_reproducibility.py,
+    made once), with two changes: the :data:`SLURM_MODULES` are one unit, the tests of
+    :data:`SPLIT_MODULES` one unit each. (xdist's ``--dist loadgroup`` would read
+    ``xdist_group`` marks, but it does not group under pytest 9.2:
+    pytest-dev/pytest-xdist#1386.) Units are handed out in the workers' collection
+    order, which :func:`pytest_collection_modifyitems` sets. Other ``--dist`` modes are
+    xdist's own."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class WorkUnits(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = _module(nodeid)
+            if module in SLURM_MODULES:
+                return "slurm"
+            return nodeid if module in SPLIT_MODULES else module
+
+    return WorkUnits(config, log)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """In a pytest-xdist worker: the modules with a ``slow`` test first (tests/e2e
+    before the others), then the rest, each part in collection order, so that the long
+    work units are handed out first rather than left for the end while a worker idles
+    (the README's command passes ``--no-loadscope-reorder``, which keeps this order
+    instead of xdist's sort by the number of tests in a unit). A run without xdist is
+    left as it is."""
+    if not hasattr(config, "workerinput"):
+        return
+    slow = {_module(item.nodeid) for item in items if item.get_closest_marker("slow")}
+
+    def rank(item: pytest.Item) -> int:
+        module = _module(item.nodeid)
+        if module not in slow:
+            return 2
+        return 0 if module.startswith("tests/e2e/") else 1
+
+    items.sort(key=rank)  # stable: collection order within each rank
+
+
 @pytest.fixture(scope="session")
 def repo_root() -> Path:
     return REPO
