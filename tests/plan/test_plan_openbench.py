@@ -72,6 +72,7 @@ def equivalent_config(spec: PlanSpec, rounding: str = "coupled", integer: bool =
                 "batch": "openbench",
                 "pairs_per": spec.pairs_per,
                 "distribution": spec.distribution,
+                "reporting": spec.reporting,
                 "concurrency": {"min": spec.concurrency, "max": spec.concurrency},
                 "speed": {"min": 0.5, "max": 2.0},
                 "game_duration": {"median": 23.5, "p95": 33.6},  # STC (model/time_control.py)
@@ -105,16 +106,23 @@ def simulated_gains(config: dict, seeds: int) -> np.ndarray:
     return (run["elo_loss"].isel(pairs=0) - run["elo_loss"].isel(pairs=-1)).values
 
 
-@pytest.mark.parametrize("distribution", ["single", "multiple"])
-def test_the_plan_replays_openbench_kind_dispatch_and_rounding(distribution):
+@pytest.mark.parametrize(
+    "distribution, reporting", [("single", "bulk"), ("multiple", "bulk"), ("single", "batched")]
+)
+def test_the_plan_replays_openbench_kind_dispatch_and_rounding(distribution, reporting):
     """The plan's given run equals, seed by seed, ``simulate`` of OpenBench's kind on
     ``batch: openbench`` with coupled rounding, and not the same with the worker's
     independent rounding: what was replayed is OpenBench's tune."""
-    spec = ob_spec(distribution=distribution)
+    spec = ob_spec(distribution=distribution, reporting=reporting)
     ds = run_plan(spec)
     assert set(ds["arm"].values) == {OPENBENCH} and ds.attrs["autoselect_run"] == "none"
     config = plan_config(spec, spec.games)
-    assert config.resolved["batch_modes"][spec.batch_mode]["batch"] == "openbench"
+    mode = config.resolved["batch_modes"][spec.batch_mode]
+    assert (mode["batch"], mode["distribution"], mode["reporting"]) == (
+        "openbench",
+        distribution,
+        reporting,
+    )
     assert config.scenario("plan")["rounding"] == "coupled"
     simulated = simulated_gains(equivalent_config(spec), spec.seeds)
     np.testing.assert_allclose(given_gains(ds), simulated, rtol=1e-9, atol=1e-12)
@@ -185,6 +193,7 @@ def test_budgets_are_whole_iterations():
         ({"games": 4004}, "--games = 4004: OpenBench plays whole iterations of 2 x pairs_per = 16"),
         ({"pairs_per": 0}, "--pairs-per = 0"),
         ({"distribution": "both"}, "--distribution = 'both'"),
+        ({"reporting": "hourly"}, "--reporting = 'hourly'"),
         ({"distribution": "multiple", "concurrency": 1}, "--concurrency = 1: MULTIPLE"),
         (
             {"block_text": FISHTEST_BLOCK},
@@ -218,6 +227,7 @@ def test_an_openbench_block_without_the_framework_names_the_flag():
         (["--pairs-per", "4"], "--pairs-per = 4: OpenBench only; give --framework openbench"),
         (["--distribution", "multiple"], "--distribution = multiple: OpenBench only"),
         (["--machines", "3"], "--machines = 3: OpenBench only"),
+        (["--reporting", "batched"], "--reporting = batched: OpenBench only"),
         (["--framework", "openbench", "--block", "fishtest"], "give --framework fishtest"),
         (["--block", "openbench"], "give --framework openbench"),
     ],
@@ -245,7 +255,7 @@ def test_the_command_writes_an_openbench_plan(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(MIXED_BLOCK.encode())))
     argv = [
         "plan", "-", "--framework", "openbench", "--games", "4000", "--seeds", "8",
-        "--pairs-per", "4", "--machines", "3", "--concurrency", "8",
+        "--pairs-per", "4", "--machines", "3", "--concurrency", "8", "--reporting", "batched",
         "--distribution", "multiple", "--c-scales", "1,2", "--r-scales", "1",
         "--games-scales", "1", "--output", str(out), "--quiet",
     ]  # fmt: skip
@@ -257,7 +267,7 @@ def test_the_command_writes_an_openbench_plan(tmp_path, capsys, monkeypatch):
         "**OpenBench's SPSA** (A-Ratio 0.1 (A = 50 of 500 iterations), α 0.602, γ 0.101, "
         "Pairs-Per 4",
         "distribution **MULTIPLE** (one perturbation per runner: 4 runners of 4 pairs) on 3 "
-        "machines of 8 concurrent games, reporting BULK",
+        "machines of 8 concurrent games, reporting **BATCHED** (what has finished every 30 s",
         "4,000 games (500 iterations)",
         "OpenBench has no Autoselect",
     ):
@@ -272,4 +282,24 @@ def test_the_command_writes_an_openbench_plan(tmp_path, capsys, monkeypatch):
     ds = open_labelled(out / "plan.nc").load()
     assert plan_markdown(ds) == text
     assert ds.attrs["framework"] == "openbench" and int(ds.attrs["openbench_pairs_per"]) == 4
+    assert ds.attrs["openbench_reporting"] == "batched"
     assert parameter_table(ds)["hazard"].tolist() == [False, True]  # c_end 0.25 < the floor
+
+
+def test_an_openbench_plan_estimated_above_the_cap_is_refused():
+    """The default search at 200,000 games in MULTIPLE with one pair per runner: every
+    job is one pair, the estimate (docs/plan.md) is hours, refused before any run
+    naming the flags; the same plan in SINGLE (jobs of 4 pairs) is under the cap."""
+    from spsa_bench.config.limits import LimitError
+    from spsa_bench.plan.spec import check_plan_size, estimated_seconds
+
+    search = {"c_scales": (0.5, 1, 2), "r_scales": (0.5, 1, 2), "games_scales": (0.5, 1, 2, 4)}
+    multiple = ob_spec(games=200_000, pairs_per=1, distribution="multiple", seeds=200, **search)
+    with pytest.raises(LimitError) as error:
+        check_plan_size(multiple)
+    assert "--c-scales, --r-scales, --games-scales, --seeds" in str(error.value)
+    single = ob_spec(games=200_000, pairs_per=1, seeds=200, **search)
+    assert estimated_seconds(single) < estimated_seconds(multiple) / 3  # jobs of 4 pairs, not 1
+    check_plan_size(single)
+    batched = ob_spec(games=200_000, pairs_per=1, seeds=200, reporting="batched", **search)
+    assert estimated_seconds(batched) > estimated_seconds(single)  # its 30 s reports cost

@@ -25,7 +25,8 @@ An OpenBench plan (``framework = "openbench"``) differs in three places:
   ``k = 1 + K / pairs_per``, the ``c_k >= 0.5`` floor on int parameters, the spec's
   A ratio, alpha and gamma), and no Autoselect (OpenBench has none);
 - the batch mode ``batch: openbench`` (:meth:`PlanSpec.openbench_mode`: the pool of
-  machines, workloads of ``pairs_per`` pairs per runner, SINGLE or MULTIPLE).
+  machines, workloads of ``pairs_per`` pairs per runner, SINGLE or MULTIPLE, reported
+  BATCHED (every 30 s) or BULK).
 
 :func:`run_plan` replays, on the same seeds (so the same instances, flips, rounding
 uniforms and match draws wherever the schedules agree: common random numbers):
@@ -473,6 +474,7 @@ def _openbench_attrs(spec: PlanSpec) -> dict:
         "framework": spec.framework,
         "openbench_pairs_per": spec.pairs_per,
         "openbench_distribution": spec.distribution,
+        "openbench_reporting": spec.reporting,
         "openbench_machines": spec.machines,
         "openbench_concurrency": spec.concurrency,
         "openbench_iterations_given": spec.games // (2 * spec.pairs_per),

@@ -55,10 +55,16 @@ FRAMEWORKS = (FISHTEST_FRAMEWORK, OPENBENCH_FRAMEWORK)
 #: OpenBench's tune form's defaults (AndyGrant/OpenBench at 9906bad18e04,
 #: ``Templates/OpenBench/create_workload.html``, the TUNE branch: A-Ratio 0.1, Alpha
 #: 0.602, Gamma 0.101, Pairs-Per 8, Distribution SINGLE, Reporting BATCHED; Iterations
-#: 25000). The gains' defaults are Fishtest's (below); the replay models BULK reporting.
+#: 25000). The gains' defaults are Fishtest's (below).
 OPENBENCH_PAIRS_PER = 8
 OPENBENCH_ITERATIONS = 25_000
 DISTRIBUTIONS = ("single", "multiple")
+#: OpenBench's Reporting (``reporting`` of ``batch: openbench``, docs/frameworks.md). The
+#: planner's default is BULK, not the form's BATCHED: BATCHED splits every workload into
+#: 30 s reports and made the example's default plan about 8 times slower (170 s against
+#: 22 s of CPU), and the framework study measured the two within 0.08 Elo (docs/plan.md).
+REPORTINGS = ("bulk", "batched")
+DEFAULT_REPORTING = "bulk"
 #: The planner's pool of OpenBench machines (assumptions, docs/plan.md): machines, each
 #: playing ``concurrency`` games at once, speed factors U(0.5, 2) as the packaged
 #: asynchronous pools, game durations of the time control (model/time_control.py).
@@ -102,8 +108,16 @@ REPLAY_SECONDS = {
     "sync": (25e-6, 0.06e-6),
     "fixed": (25e-6, 0.3e-6),
     "variable": (70e-6, 0.7e-6),
-    "openbench": (25e-6, 0.3e-6),
 }
+#: OpenBench's dispatch (``batch: openbench``): seconds per game pair and instance, and
+#: per job (a workload in SINGLE, a runner's share in MULTIPLE) and instance. Fitted to
+#: the example block's default plans in SINGLE and MULTIPLE (29 s and 167 s of CPU on a
+#: shared 2-core machine, docs/plan.md) and doubled, so on the slow side: the job term
+#: dominates when jobs are small (MULTIPLE's ``pairs_per`` pairs).
+OPENBENCH_SECONDS = (0.1e-6, 8e-6)
+#: BATCHED reporting's factor on that estimate: its 30 s reports made the example's
+#: default plan's runs 7.7 times slower (170 s against 22 s of CPU).
+BATCHED_FACTOR = 8.0
 #: The planner refuses a plan whose estimated time (:func:`estimated_seconds`) is above this.
 MAX_PLAN_SECONDS = 3600.0
 
@@ -131,6 +145,7 @@ class PlanSpec:
     # OpenBench only: its pairs per workload and runner, its distribution, the pool
     pairs_per: int = OPENBENCH_PAIRS_PER
     distribution: str = "single"
+    reporting: str = DEFAULT_REPORTING
     machines: int = DEFAULT_MACHINES
     concurrency: int = DEFAULT_CONCURRENCY
 
@@ -199,12 +214,14 @@ class PlanSpec:
     def openbench_mode(self) -> dict:
         """OpenBench's dispatch as a batch mode (``batch: openbench``,
         docs/frameworks.md): the pool of ``machines``, each of ``concurrency`` games at
-        once, its workloads of ``pairs_per`` pairs per runner in ``distribution``."""
+        once, its workloads of ``pairs_per`` pairs per runner in ``distribution``,
+        reported in bulk or in 30 s batches (``reporting``)."""
         return {
             "workers": self.machines,
             "batch": "openbench",
             "pairs_per": self.pairs_per,
             "distribution": self.distribution,
+            "reporting": self.reporting,
             "concurrency": {"min": self.concurrency, "max": self.concurrency},
             "speed": dict(OPENBENCH_SPEED),
             "game_duration": game_duration(self.time_control),
@@ -246,6 +263,8 @@ def _check_openbench(spec: PlanSpec) -> None:
         raise ConfigError(
             f"--distribution = {spec.distribution!r}: one of {', '.join(DISTRIBUTIONS)}"
         )
+    if spec.reporting not in REPORTINGS:
+        raise ConfigError(f"--reporting = {spec.reporting!r}: one of {', '.join(REPORTINGS)}")
     if spec.distribution == "multiple" and spec.concurrency < 2:
         raise ConfigError(
             f"--concurrency = {spec.concurrency}: MULTIPLE runs concurrency // 2 runners of "
@@ -424,10 +443,17 @@ def planned_games(spec: PlanSpec) -> list[int]:
 def estimated_seconds(spec: PlanSpec) -> float:
     """The plan's estimated time: every planned run's game pairs ``P`` (``games / 2``)
     times ``a + b S`` for ``S`` instances, with ``(a, b)`` of :data:`REPLAY_SECONDS`
-    for the batch mode's kind."""
-    mode = (
-        spec.openbench_mode() if spec.openbench else packaged_batch_modes().get(spec.batch_mode, {})
-    )
+    for the batch mode's kind; for OpenBench ``S (P p + J j)`` with ``(p, j)`` of
+    :data:`OPENBENCH_SECONDS` and ``J`` the jobs, ``P / (pairs_per concurrency)``
+    (SINGLE) or ``P / pairs_per`` (MULTIPLE), times :data:`BATCHED_FACTOR` for BATCHED
+    reporting."""
+    if spec.openbench:
+        pairs = sum(planned_games(spec)) // 2
+        per_job = spec.pairs_per * (spec.concurrency if spec.distribution == "single" else 1)
+        per_pair, per_job_seconds = OPENBENCH_SECONDS
+        factor = BATCHED_FACTOR if spec.reporting == "batched" else 1.0
+        return factor * spec.seeds * (pairs * per_pair + pairs / per_job * per_job_seconds)
+    mode = packaged_batch_modes().get(spec.batch_mode, {})
     kind = "sync" if mode.get("workers") == 1 else str(mode.get("batch", "variable"))
     per_pair, per_instance_pair = REPLAY_SECONDS.get(kind, REPLAY_SECONDS["variable"])
     pairs = sum(planned_games(spec)) // 2

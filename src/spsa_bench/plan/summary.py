@@ -189,6 +189,12 @@ def _openbench_header(ds: xr.Dataset) -> list[str]:
         else f"one perturbation per runner: {concurrency // 2} runners of {pairs_per} pairs"
     )
     ints = int(np.sum(block.integer))
+    reporting = str(ds.attrs.get("openbench_reporting", "bulk")).upper()
+    reported = (
+        "what has finished every 30 s, each piece applied with the workload's perturbation"
+        if reporting == "BATCHED"
+        else "one update at the end of each workload"
+    )
     return [
         f"# spsa-bench plan (OpenBench): {markdown_text(str(ds.attrs['source_block']))}",
         "",
@@ -199,9 +205,8 @@ def _openbench_header(ds: xr.Dataset) -> list[str]:
         f"equal strength), **OpenBench's SPSA** ({gain_schedule(ds)}, the block's c_end and "
         "r_end, an int parameter's c_k never below 0.5) with coupled rounding (both engines "
         f"floor(x + U) with one U), distribution **{distribution}** ({per_workload}) on "
-        f"{machines} machines of {concurrency} concurrent games, reporting BULK, simulated on "
-        f"**{ds.sizes['seed']} instances** of the prior below. OpenBench's form defaults to "
-        "BATCHED reporting, which the simulator does not model (docs/frameworks.md). A "
+        f"{machines} machines of {concurrency} concurrent games, reporting **{reporting}** "
+        f"({reported}), simulated on **{ds.sizes['seed']} instances** of the prior below. A "
         "simulation under stated assumptions, not a measurement of your engine.",
     ]
 

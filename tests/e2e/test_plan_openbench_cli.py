@@ -46,6 +46,7 @@ def test_the_example_block_plans_as_openbench(tmp_path):
     assert done.stdout == text
     assert "**OpenBench's SPSA** (A-Ratio 0.1 (A = 50 of 500 iterations)" in text
     assert "with coupled rounding" in text and "distribution **SINGLE**" in text
+    assert "reporting **BULK** (one update at the end of each workload)" in text
     with open_labelled(out / "plan.nc") as ds:
         assert set(ds["arm"].values) == {"spsa-openbench"}
         assert ds["integer"].values.tolist() == [0, 0, 1, 1, 1, 1]
