@@ -18,7 +18,7 @@ matplotlib.use("Agg")  # files only, no display: before anything imports pyplot
 
 import pandas as pd  # noqa: E402
 
-from spsa_bench.analysis import figures  # noqa: E402
+from spsa_bench.analysis import figures, tables  # noqa: E402
 from spsa_bench.analysis.tuning import select_comparison  # noqa: E402
 from spsa_bench.results.combine import (  # noqa: E402
     exit_on_read_error,
@@ -37,6 +37,8 @@ with exit_on_read_error("figures"):  # a refused or corrupt file: one line, exit
             open_benchmark_or_exit("figures", snakemake.input.benchmark, ["elo_loss"], lazy=True),
             tuning,
         )
+        # an arm identical to another (a sweep's hand-set member) is drawn once
+        ds = tables.without_duplicates(ds, tables.duplicate_arms(ds))
         drawn["convergence"] = figures.convergence(ds)
         drawn["ecdf"] = figures.ecdf_pairs_to_target(ds, params.targets)
     elif snakemake.rule == "comparison_figures":
@@ -44,6 +46,8 @@ with exit_on_read_error("figures"):  # a refused or corrupt file: one line, exit
             open_benchmark_or_exit("figures", snakemake.input.benchmark, ["elo_loss"], lazy=True),
             tuning,
         )
+        # an arm identical to another (a sweep's hand-set member) is drawn once
+        ds = tables.without_duplicates(ds, tables.duplicate_arms(ds))
         drawn["final_loss"] = figures.final_loss(ds)
         order = [str(v) for v in ds["optimizer"].values]
         table = pd.read_csv(snakemake.input.convergence)

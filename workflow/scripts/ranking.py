@@ -13,7 +13,7 @@ matplotlib.use("Agg")  # files only, no display: before anything imports pyplot
 
 import numpy as np  # noqa: E402
 
-from spsa_bench.analysis import figures, ranking, relaxation  # noqa: E402
+from spsa_bench.analysis import figures, ranking, relaxation, tables  # noqa: E402
 from spsa_bench.analysis.tuning import select_comparison  # noqa: E402
 from spsa_bench.results.atomic import atomic_write  # noqa: E402
 from spsa_bench.results.combine import exit_on_read_error, open_benchmark_or_exit  # noqa: E402
@@ -26,12 +26,18 @@ with exit_on_read_error("ranking"):  # a refused or corrupt file: one line, exit
     # The profile and the ranks read the final losses many times: the last checkpoint in
     # memory; the hits and the relaxation read the trajectories one cell at a time.
     final = ds.isel(pairs=[-1]).load()
+    # an arm identical to another (a sweep's hand-set member) is computed with the others
+    # (the best arm, the ranks and their intervals count it) and shown once
+    duplicates = tables.duplicate_arms(final, snakemake.params.baseline)
     profile = ranking.performance_profile(final, np.logspace(0, 3, 121))
+    profile = tables.shown_once(profile, duplicates, "arm")
     atomic_write(out.profile_csv, lambda tmp: profile.to_csv(tmp, index=False))
     figures.save(
         ranking.profile_figure(profile), out.performance_profile, out.performance_profile_svg
     )
-    ecdf = ranking.aggregated_ecdf(ds, snakemake.params.targets)
+    ecdf = ranking.aggregated_ecdf(
+        tables.without_duplicates(ds, duplicates), snakemake.params.targets
+    )
     figures.save(
         ranking.aggregated_ecdf_figure(ecdf, snakemake.params.targets),
         out.aggregated_ecdf,
@@ -41,9 +47,13 @@ with exit_on_read_error("ranking"):  # a refused or corrupt file: one line, exit
     budget = float(ds["pairs"].values[-1])
     cells = relaxation.relaxation_table(ds, curves=False)
     verdicts = relaxation.problem_verdicts(cells, snakemake.params.baseline, budget)
-    ranks = ranking.rank_table(final, verdicts=verdicts)
+    ranks = tables.shown_once(ranking.rank_table(final, verdicts=verdicts), duplicates, "arm")
+    ranks_md = ranking.rank_markdown(ranks)
+    if duplicates:
+        counted = "the ranks and their intervals count both (a tie)"
+        ranks_md += "\n" + tables.duplicates_note(duplicates, counted) + "\n"
     atomic_write(out.ranks, lambda tmp: ranks.to_csv(tmp, index=False))
-    atomic_write(out.ranks_md, lambda tmp: Path(tmp).write_text(ranking.rank_markdown(ranks)))
+    atomic_write(out.ranks_md, lambda tmp: Path(tmp).write_text(ranks_md))
     print(
         f"ranking: {len(profile)} profile points, {len(ranks)} ranks, "
         f"{int((~verdicts['ranked']).sum())} of {len(verdicts)} comparisons NOT RANKED",

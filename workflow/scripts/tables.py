@@ -25,7 +25,13 @@ with exit_on_read_error("tables"):  # a refused or corrupt file: one line, exit 
     # predicted need and relaxation per cell, from the configuration benchmark.nc records
     relax = relaxation.relaxation_table(ds)
     convergence = tables.convergence_table(ds, baseline=baseline, targets=targets, relaxation=relax)
-    convergence_md = tables.convergence_markdown(convergence, baseline=baseline, targets=targets)
+    # an arm identical to another (a sweep's hand-set member) is computed with the others
+    # and shown once, with a footnote
+    duplicates = tables.duplicate_arms(ds, baseline)
+    convergence_md = tables.convergence_markdown(
+        convergence, baseline=baseline, targets=targets, duplicates=duplicates
+    )
+    convergence = tables.shown_once(convergence, duplicates)
     atomic_write(
         out.convergence, lambda tmp: convergence.to_csv(tmp, index=False, float_format="%.6g")
     )

@@ -19,6 +19,7 @@ them with a caption and notes.
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -31,6 +32,96 @@ BOOTSTRAP_SEED = 20261122
 #: Mean paired difference (Elo) and power for the ``seeds_needed`` column.
 SEEDS_DELTA = 0.05
 SEEDS_POWER = 0.8
+
+
+def _arm_signature(ds: xr.Dataset, arm: str) -> tuple:
+    """An arm's kind and hyperparameters: its value of every coordinate along
+    ``optimizer`` (NaN, an unset hyperparameter of another kind, as ``None``)."""
+    names = sorted(str(n) for n, c in ds.coords.items() if c.dims == ("optimizer",))
+    values = []
+    for name in names:
+        if name == "optimizer":
+            continue
+        value = ds[name].sel(optimizer=arm).values.item()
+        values.append((name, None if isinstance(value, float) and math.isnan(value) else value))
+    return tuple(values)
+
+
+def duplicate_arms(ds: xr.Dataset, baseline: str | None = None) -> dict[str, str]:
+    """``{arm: the arm it repeats}``: the arms of ``ds`` that are another arm again.
+
+    Arm b repeats arm a when both have the same ``kind`` and the same value of every
+    hyperparameter coordinate along ``optimizer``, and their final Elo losses are equal
+    bit for bit in every cell and seed (NaN where neither ran). Such arms run the same
+    optimizer on the same random streams (common random numbers: the streams are keyed
+    by entropy, seed and purpose, not by the arm's name), e.g. the default grid's
+    ``spsa-sweep-r_scale-1``, the sweep's hand-set member, is ``spsa``. Of each group
+    of identical arms the first in the dataset's order is kept, ``baseline`` if it is
+    one of them (by default the ``baseline`` of the configuration ``ds`` records in its
+    ``config`` attribute). Without a ``kind`` coordinate no arm is a repeat.
+
+    The tables and figures compute with every arm (Holm's family, ranks and bootstrap
+    intervals count the repeat as the tie it is) and show each such group once
+    (:func:`shown_once`, :func:`duplicates_note`).
+    """
+    if "kind" not in ds.coords or "optimizer" not in ds.dims:
+        return {}
+    if baseline is None and "config" in ds.attrs:
+        baseline = json.loads(ds.attrs["config"]).get("baseline")
+    arms = [str(a) for a in ds["optimizer"].values]
+    if baseline in arms:  # the baseline is the arm a group keeps
+        arms.remove(baseline)
+        arms.insert(0, baseline)
+    groups: dict[tuple, list[str]] = {}
+    for arm in arms:
+        groups.setdefault(_arm_signature(ds, arm), []).append(arm)
+    candidates = [group for group in groups.values() if len(group) > 1]
+    if not candidates:
+        return {}
+    final = ds["elo_loss"].isel(pairs=-1)
+    repeats: dict[str, str] = {}
+    for group in candidates:
+        kept: list[tuple[str, np.ndarray]] = []
+        for arm in group:
+            values = final.sel(optimizer=arm).values
+            same = next((k for k, v in kept if np.array_equal(v, values, equal_nan=True)), None)
+            if same is None:
+                kept.append((arm, values))
+            else:
+                repeats[arm] = same
+    return {arm: repeats[arm] for arm in (str(a) for a in ds["optimizer"].values) if arm in repeats}
+
+
+def shown_once(frame: pd.DataFrame, duplicates, column: str = "optimizer") -> pd.DataFrame:
+    """``frame`` without the rows of the repeated arms (the keys of ``duplicates``,
+    :func:`duplicate_arms`) in ``column``; every other row as it was."""
+    if not duplicates:
+        return frame
+    return frame[~frame[column].astype(str).isin(list(duplicates))].reset_index(drop=True)
+
+
+def without_duplicates(ds: xr.Dataset, duplicates) -> xr.Dataset:
+    """``ds`` without the repeated arms (the keys of ``duplicates``)."""
+    if not duplicates:
+        return ds
+    kept = [str(a) for a in ds["optimizer"].values if str(a) not in duplicates]
+    return ds.sel(optimizer=kept)
+
+
+#: What the convergence table still counts of a repeated arm.
+HOLM_COUNTS_BOTH = "Holm's correction and the ranks count both (a tie)"
+
+
+def duplicates_note(duplicates, counted: str) -> str:
+    """The footnote of a table or figure that shows each identical arm once: which arm
+    repeats which, and what of the shown numbers still counts it (``counted``)."""
+    if not duplicates:
+        return ""
+    pairs = "; ".join(f"`{arm}` is `{same}`" for arm, same in duplicates.items())
+    return (
+        f"Shown once: {pairs} (same kind and hyperparameters, bit-identical results, so "
+        f"one row stands for both); {counted}."
+    )
 
 
 def target_label(fraction: float) -> str:
@@ -375,13 +466,17 @@ def convergence_markdown(
     level: float = 0.95,
     seeds_delta: float = SEEDS_DELTA,
     seeds_power: float = SEEDS_POWER,
+    duplicates=None,
 ) -> str:
     """The convergence table as markdown, with its caption and reading notes.
 
     ``seeds_delta`` and ``seeds_power`` only word the note; pass the values given
-    to :func:`convergence_table`.
+    to :func:`convergence_table`. ``duplicates`` (:func:`duplicate_arms`): their rows
+    are left out and a footnote says so; Holm's family, stated in the notes, and the
+    ranks still count them, as :func:`convergence_table` computed them.
     """
-    t = table.copy()
+    holm_family = int(np.isfinite(table["p_value"]).sum())
+    t = shown_once(table, duplicates).copy()
     if "seeds_needed" in t:
         t["seeds_txt"] = [
             f"{int(v):,}" if np.isfinite(v) else "–" for v in t["seeds_needed"].astype(float)
@@ -405,13 +500,14 @@ def convergence_markdown(
         "Δ > 0: the arm ends closer to the peak).",
         f"- Intervals are two-sided {pct} Student-t intervals of the mean over seeds.",
         f"- `*` marks a Δ whose paired t-test stays significant at family-wise 5% after Holm's "
-        f"correction across all {int(np.isfinite(t['p_value']).sum())} comparisons of the table "
+        f"correction across all {holm_family} comparisons of the table "
         "(Holm p < 0.05); the unadjusted interval is shown.",
         f"- *seeds for {seeds_delta:g} Elo*: the number of seeds a two-sided paired t-test at 5% "
         f"would need to detect a mean Δ of {seeds_delta:g} Elo with {100 * seeds_power:g}% power, "
         "taking the observed SD of the per-seed differences as the true one (normal "
         "approximation refined with the noncentral t); more seeds than the table has means a "
         "difference of that size may still be hidden in the noise.",
+        *([f"- {duplicates_note(duplicates, HOLM_COUNTS_BOTH)}"] if duplicates else []),
         "",
         _final_markdown(t, baseline, pct, seeds_delta),
         "## Runtime to Elo-loss targets",
