@@ -39,3 +39,6 @@ rule all:
     default_target: True
     input:
         get_final_outputs(),
+    # the console line instead of every final output's path
+    message:
+        "all: every output of the configuration is up to date"

@@ -331,4 +331,8 @@ def test_the_combine_rule_names_a_truncated_run_file(run, small_config, snakemak
     output = done.stdout + done.stderr
     assert done.returncode != 0
     assert f"{victim}: not a readable spsa-bench NetCDF file" in output, output
+    # the quiet default console (profiles/default: no reason lines, combine's one-line
+    # message) still shows the failed job in full: its error block and its log
+    assert "combine: the run files into results/benchmark.nc" in output, output
+    assert "Error in rule combine:" in output and "results/logs/combine.log" in output, output
     assert not (work / TARGET).exists()

@@ -20,6 +20,9 @@ rule combine:
         runtime=per_job(res.combine_runtime),
     params:
         order=grid_order(),
+    # the console line instead of every input path (one line of ~58,000 characters)
+    message:
+        "combine: the run files into {output} (log: {log})"
     script:
         "../scripts/combine.py"
 

@@ -82,5 +82,9 @@ for _sweep, _arms in SWEEP_ARMS.items():
             runtime=per_chunk(res.sweep_runtime, len(_arms)),
         params:
             cells=get_sweep_settings(_arms),
+        # the console line instead of every arm's output path
+        message:
+            f"simulate {{wildcards.batch_mode}}/{{wildcards.scenario}}: the {len(_arms)} arms "
+            f"of {_sweep}, seeds {{wildcards.a}}-{{wildcards.b}} (log: {{log}})"
         script:
             "../scripts/simulate.py"

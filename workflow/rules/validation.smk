@@ -34,6 +34,9 @@ rule validate_optimizers:
         runtime=per_job(res.validation_runtime, len(VALIDATED)),
     params:
         arms=validation_settings(),
+    # the console line instead of every output path
+    message:
+        "validate_optimizers: each arm against its reference, into results/validation/ (log: {log})"
     script:
         "../scripts/validate.py"
 
@@ -60,5 +63,7 @@ rule validation_gaps:
     resources:
         mem_mb=JOB_OVERHEAD_MB + 120,  # 83 MB measured
         runtime=1,
+    message:
+        "validation_gaps: {output} from the arms' gap tables (log: {log})"
     script:
         "../scripts/validation_gaps.py"
