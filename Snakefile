@@ -27,6 +27,7 @@ include: "workflow/rules/aggregate.smk"
 include: "workflow/rules/figures.smk"
 include: "workflow/rules/validation.smk"
 include: "workflow/rules/noise.smk"
+include: "workflow/rules/calibration.smk"
 include: "workflow/rules/studies.smk"
 include: "workflow/rules/findings.smk"
 

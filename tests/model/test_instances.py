@@ -450,3 +450,27 @@ def test_a_tune_of_1000_parameters_and_3_2_million_games_runs():
     theta = ds["theta"].values
     assert np.all((theta >= 0) & (theta <= 200))
     assert np.all(ds["total_pairs"].values == 1_600_000)
+
+
+def test_the_stake_cap_bounds_every_curvature_and_only_binds_where_steeper():
+    """elo_at_stake.cap: e_i = min(kappa s_i, cap); without the cap the same instances
+    (same draws) are unchanged, and the gain is at most the drawn total."""
+    from spsa_bench.model.instances import TruthPrior, draw_instances
+
+    start = np.full(12, 100.0)
+    args = (start, start - 100.0, start + 100.0, np.full(12, 10.0), 7, list(range(300)))
+    truth = {
+        "elo_at_stake": {"median": 2.0, "sigma": 1.0},
+        "plateau": {"fraction": 0.5, "width": 1},
+    }
+    free = draw_instances(TruthPrior.from_mapping(truth), *args)
+    truth["elo_at_stake"]["cap"] = 0.5
+    capped = draw_instances(TruthPrior.from_mapping(truth), *args)
+    assert free.elo_per_scale.max() > 0.5  # the uncapped prior has steeper parameters
+    np.testing.assert_array_equal(capped.elo_per_scale, np.minimum(free.elo_per_scale, 0.5))
+    np.testing.assert_array_equal(capped.theta_peak, free.theta_peak)
+    starts = np.tile(start, (300, 1))
+    assert np.all(capped.elo_loss(starts) <= free.elo_loss(starts) + 1e-12)
+    assert TruthPrior.from_mapping(
+        TruthPrior.from_mapping(truth).to_dict()
+    ) == TruthPrior.from_mapping(truth)

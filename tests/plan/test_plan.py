@@ -12,6 +12,7 @@ from spsa_bench.analysis import stats
 from spsa_bench.cli.main import main
 from spsa_bench.config.loader import ConfigError, resolve
 from spsa_bench.engine.simulate import simulate
+from spsa_bench.model.calibrated import calibrated_statement, calibrated_truth
 from spsa_bench.model.instances import TruthPrior
 from spsa_bench.plan.run import run_plan
 from spsa_bench.plan.spec import ZERO_OFFSET, PlanSpec, budgets, given_setting, recommend
@@ -238,7 +239,11 @@ def test_the_command_writes_the_three_files_with_every_section(tmp_path, capsys,
     assert (out / "plan.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     ds = open_labelled(out / "plan.nc").load()
     assert plan_markdown(ds) == text  # the file holds everything the text says
-    assert json.loads(ds.attrs["truth_prior"]) == TruthPrior().to_dict()
+    # the default prior is the shipped calibrated one, and plan.md says where it comes from
+    calibrated = TruthPrior.from_mapping(calibrated_truth()).to_dict()
+    assert json.loads(ds.attrs["truth_prior"]) == calibrated
+    assert ds.attrs["truth_prior_source"] == f"calibrated: {calibrated_statement()}"
+    assert calibrated_statement().rstrip(".") in text
     assert ds.sizes["seed"] == 8 and set(ds["games"].values) == {4000, 8000}
     done = subprocess.run(
         [BIN / "compliance-checker", "--test=cf:1.11", "--criteria=strict", str(out / "plan.nc")],

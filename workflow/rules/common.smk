@@ -263,6 +263,13 @@ def get_final_outputs():
     ]
     outputs += get_validation_files()
     outputs += ["results/figures/noise_models.png", "results/figures/noise_models.svg"]
+    outputs += [
+        "results/calibration/shipped.nc",
+        "results/tables/calibration_shipped.csv",
+        "results/tables/calibration_shipped.md",
+        "results/figures/calibration_shipped.png",
+        "results/figures/calibration_shipped.svg",
+    ]
     if SWEEPS:
         outputs += [
             "results/figures/sensitivity.png",

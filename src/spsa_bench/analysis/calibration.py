@@ -179,3 +179,22 @@ def write_report(ds: xr.Dataset, paths) -> list:
     return write_study_files(
         ds, paths, table, calibration_markdown(table, ds), calibration_figure(ds)
     )
+
+
+def shipped_dataset() -> xr.Dataset:
+    """The calibration the package ships (``model/data/calibration_shipped.nc``, written by
+    ``ci/ship_calibration.py``; its ``calibrated_truth`` attribute is the planner's
+    default prior), loaded into memory."""
+    from importlib import resources
+
+    from spsa_bench.results.cf import open_labelled
+
+    path = resources.files("spsa_bench.model").joinpath("data", "calibration_shipped.nc")
+    with resources.as_file(path) as local, open_labelled(local) as ds:
+        return ds.load()
+
+
+def write_shipped_report(paths) -> list:
+    """:func:`write_report` of :func:`shipped_dataset` (the workflow's
+    ``calibration_shipped`` rule)."""
+    return write_report(shipped_dataset(), paths)

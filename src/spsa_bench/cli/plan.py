@@ -235,40 +235,99 @@ def _add_prior_options(prior) -> None:
     from spsa_bench.model import instances
 
     prior.add_argument(
+        "--prior",
+        choices=PRIOR_KINDS,
+        default=None,
+        help="calibrated: the prior fitted to real Stockfish tunes (docs/calibration.md; "
+        "the default); assumed: the hand-set prior the five options below adjust (the "
+        "default as soon as one of them is given)",
+    )
+    prior.add_argument(
         "--offset-scale",
         type=_number("--offset-scale", 0.0),
-        default=instances.DEFAULT_OFFSET["scale"],
-        help="the optimum's offset from the start, in c_end (default %(default)s)",
+        default=None,
+        help="assumed prior: the optimum's offset from the start, in c_end (default "
+        f"{instances.DEFAULT_OFFSET['scale']:g})",
     )
     prior.add_argument(
         "--offset-distribution",
         choices=instances.DISTRIBUTIONS,
-        default=instances.DEFAULT_OFFSET["distribution"],
-        help="normal: scale x N(0, 1); uniform: U(-scale, scale); fixed: "
-        "+-scale (default %(default)s)",
+        default=None,
+        help="assumed prior: normal: scale x N(0, 1); uniform: U(-scale, scale); fixed: "
+        f"+-scale (default {instances.DEFAULT_OFFSET['distribution']})",
     )
     prior.add_argument(
         "--elo-per-c-end",
         nargs="+",
         metavar="ELO",
         type=_number("--elo-per-c-end", 0.0, open_low=True),
-        default=[instances.DEFAULT_ELO_PER_C_END["min"], instances.DEFAULT_ELO_PER_C_END["max"]],
-        help="Elo lost one c_end from the optimum: a value, or MIN MAX drawn "
+        default=None,
+        help="assumed prior: Elo lost one c_end from the optimum: a value, or MIN MAX drawn "
         "log-uniformly per parameter (default 0.02 0.2)",
     )
     prior.add_argument(
         "--inactive-fraction",
         type=_number("--inactive-fraction", 0.0, 1.0),
-        default=instances.DEFAULT_INACTIVE_FRACTION,
-        help="share of parameters with no effect (default %(default)s)",
+        default=None,
+        help="assumed prior: share of parameters with no effect (default "
+        f"{instances.DEFAULT_INACTIVE_FRACTION:g})",
     )
     prior.add_argument(
         "--interaction",
         type=_number("--interaction", 0.0, 1.0),
-        default=instances.DEFAULT_INTERACTION,
-        help="0: axis-aligned bowl; up to 1: pairwise rotations up to 45 "
-        "degrees (default %(default)s)",
+        default=None,
+        help="assumed prior: 0, an axis-aligned bowl; up to 1: pairwise rotations up to 45 "
+        f"degrees (default {instances.DEFAULT_INTERACTION:g})",
     )
+
+
+#: The planner's priors: the calibrated one (default) and the hand-set one.
+PRIOR_KINDS = ("calibrated", "assumed")
+_ASSUMED_FLAGS = (
+    ("offset_scale", "--offset-scale"),
+    ("offset_distribution", "--offset-distribution"),
+    ("elo_per_c_end", "--elo-per-c-end"),
+    ("inactive_fraction", "--inactive-fraction"),
+    ("interaction", "--interaction"),
+)
+
+
+def prior_of(args: argparse.Namespace):
+    """``(TruthPrior, source)`` of the command line: the calibrated prior and its
+    statement, or the assumed prior with the given options (module defaults for the
+    others); an assumed-prior option with ``--prior calibrated`` is refused."""
+    from spsa_bench.config.loader import ConfigError
+    from spsa_bench.model import instances
+    from spsa_bench.model.calibrated import calibrated_statement, calibrated_truth
+    from spsa_bench.model.instances import TruthPrior
+
+    given = [flag for key, flag in _ASSUMED_FLAGS if getattr(args, key) is not None]
+    kind = args.prior or ("assumed" if given else "calibrated")
+    if kind == "calibrated":
+        if given:
+            raise ConfigError(
+                f"{given[0]}: sets the assumed prior; drop it or give --prior assumed"
+            )
+        return TruthPrior.from_mapping(calibrated_truth()), f"calibrated: {calibrated_statement()}"
+    elo = args.elo_per_c_end or [
+        instances.DEFAULT_ELO_PER_C_END["min"],
+        instances.DEFAULT_ELO_PER_C_END["max"],
+    ]
+    if len(elo) > 2 or elo[0] > elo[-1]:
+        raise ConfigError(f"--elo-per-c-end = {elo}: give one value or MIN MAX with MIN <= MAX")
+
+    def value(key, default):
+        return default if getattr(args, key) is None else getattr(args, key)
+
+    prior = TruthPrior(
+        offset_distribution=value("offset_distribution", instances.DEFAULT_OFFSET["distribution"]),
+        offset_scale=value("offset_scale", instances.DEFAULT_OFFSET["scale"]),
+        elo_min=elo[0],
+        elo_max=elo[-1],
+        inactive_fraction=value("inactive_fraction", instances.DEFAULT_INACTIVE_FRACTION),
+        interaction=value("interaction", instances.DEFAULT_INTERACTION),
+    )
+    return prior, "assumed: the hand-set prior of docs/plan.md, not fitted to any tune"
 
 
 def _add_search_options(search) -> None:
@@ -300,7 +359,6 @@ def spec_of(args: argparse.Namespace):
     """The :class:`~spsa_bench.plan.spec.PlanSpec` of the command line; a malformed block
     names its line and field."""
     from spsa_bench.config.param_block import BlockError, printable_text, read_block_text
-    from spsa_bench.model.instances import TruthPrior
     from spsa_bench.plan.spec import (
         DEFAULT_BATCH_MODE,
         PlanSpec,
@@ -322,19 +380,7 @@ def spec_of(args: argparse.Namespace):
         key: default if getattr(args, key) is None else getattr(args, key)
         for key, default in _openbench_defaults().items()
     }
-    elo = args.elo_per_c_end
-    if len(elo) > 2 or elo[0] > elo[-1]:
-        from spsa_bench.config.loader import ConfigError
-
-        raise ConfigError(f"--elo-per-c-end = {elo}: give one value or MIN MAX with MIN <= MAX")
-    prior = TruthPrior(
-        offset_distribution=args.offset_distribution,
-        offset_scale=args.offset_scale,
-        elo_min=elo[0],
-        elo_max=elo[-1],
-        inactive_fraction=args.inactive_fraction,
-        interaction=args.interaction,
-    )
+    prior, prior_source = prior_of(args)
     return PlanSpec(
         block_text=text,
         games=args.games,
@@ -342,6 +388,7 @@ def spec_of(args: argparse.Namespace):
         batch_mode=batch_mode,
         seeds=args.seeds,
         prior=prior,
+        prior_source=prior_source,
         c_scales=args.c_scales,
         r_scales=args.r_scales,
         games_scales=args.games_scales,

@@ -116,6 +116,11 @@ TRUTH = _object(
                     minimum=0.01,
                     maximum=1e4,
                 ),
+                "cap": _num(
+                    "the largest Elo per c_end a parameter may get (default: no cap)",
+                    exclusiveMinimum=0,
+                    maximum=1e4,
+                ),
             },
             required=("median",),
         ),
@@ -229,7 +234,11 @@ SCENARIO = _object(
             },
             required=("params",),
         ),
-        "truth": TRUTH,
+        "truth": {
+            "oneOf": [TRUTH, {"const": "calibrated"}],
+            "description": "the truth prior: a mapping, or calibrated (the prior fitted to "
+            "real Stockfish tunes, docs/calibration.md)",
+        },
         "integer": {
             "type": "boolean",
             "description": "tune scenario: every parameter is an engine int (default true)",

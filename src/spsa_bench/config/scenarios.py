@@ -92,6 +92,7 @@ def _resolve_tune(name: str, scenario: dict, base_dir: Path | None) -> None:
     import numpy as np
 
     from spsa_bench.config.param_block import BlockError, parse_block, synthetic_tune
+    from spsa_bench.model.calibrated import CALIBRATED, calibrated_truth
     from spsa_bench.model.instances import PriorError
 
     where = f"scenarios.{name}"
@@ -118,6 +119,8 @@ def _resolve_tune(name: str, scenario: dict, base_dir: Path | None) -> None:
         block = parse_block(text)
     except BlockError as error:
         raise ConfigError(f"{key}: {error}") from None
+    if scenario.get("truth") == CALIBRATED:  # the shipped calibrated prior, by name
+        scenario["truth"] = calibrated_truth()
     try:
         prior = scenario_prior(scenario)
     except PriorError as error:

@@ -53,7 +53,10 @@ off leaves every draw above bit for bit as it was)::
   gain at the start is exactly ``T`` whatever the number of parameters (``kappa = 0``
   when ``L0 = 0``: an instance with nothing to gain). ``kappa`` grows as ``1 / L0``:
   an instance whose large shares sit on parameters with small offsets (or inside
-  plateaus) gets steep curvatures; docs/fishtest.md states the caveat.
+  plateaus) gets steep curvatures; docs/fishtest.md states the caveat. An optional
+  ``cap`` bounds them: ``e_i = min(kappa s_i, cap)``, so an instance gains at most ``T``
+  (less where the cap binds) and no parameter loses more than ``cap`` Elo one c_end from
+  its optimum (or its plateau's edge).
 * ``plateau`` ``{fraction: f, width: w}``: ``round(f * A)`` of the ``A`` active
   parameters, at random, have a flat bottom of half-width ``w`` c_end: along their
   (rotated) axis the loss is ``e_i max(|y_i| - w, 0)^2`` (SeedBowls), zero with a zero
@@ -149,6 +152,7 @@ _OPTION_FIELDS = {
         "median": "stake_median",
         "sigma": "stake_sigma",
         "concentration": "stake_concentration",
+        "cap": "stake_cap",
     },
     "plateau": {"fraction": "plateau_fraction", "width": "plateau_width"},
     "ridge": {"fraction": "ridge_fraction", "ratio": "ridge_ratio"},
@@ -209,6 +213,8 @@ class TruthPrior:
     stake_median: float | None = None
     stake_sigma: float = DEFAULT_STAKE_SIGMA
     stake_concentration: float = DEFAULT_STAKE_CONCENTRATION
+    #: ``elo_at_stake.cap``: the largest Elo per c_end a parameter may get (None: no cap)
+    stake_cap: float | None = None
     plateau_fraction: float = 0.0
     plateau_width: float = 0.0
     ridge_fraction: float = 0.0
@@ -235,6 +241,9 @@ class TruthPrior:
             _number("truth.elo_at_stake.median", self.stake_median, high=1e4)
         _number("truth.elo_at_stake.sigma", self.stake_sigma, low=0.0, high=5.0)
         _number("truth.elo_at_stake.concentration", self.stake_concentration, low=0.01, high=1e4)
+        if self.stake_cap is not None:
+            _number("truth.elo_at_stake.cap", self.stake_cap, low=0.0, low_open=True)
+            _number("truth.elo_at_stake.cap", self.stake_cap, high=1e4)
         _number("truth.plateau.fraction", self.plateau_fraction, low=0.0, high=1.0)
         _number("truth.plateau.width", self.plateau_width, low=0.0, high=1e6)
         _number("truth.ridge.fraction", self.ridge_fraction, low=0.0, high=1.0)
@@ -325,7 +334,11 @@ class TruthPrior:
         # the landscape options only when on: a prior without them reads as before
         for key, names in _OPTION_FIELDS.items():
             if self.option_on(key):
-                out[key] = {name: getattr(self, field) for name, field in names.items()}
+                out[key] = {
+                    name: getattr(self, field)
+                    for name, field in names.items()
+                    if getattr(self, field) is not None  # an optional key left unset
+                }
         return out
 
     def option_on(self, key: str) -> bool:
@@ -505,7 +518,10 @@ class _Landscape:
         base = bowls.elo_loss(np.tile(start, (n_seeds, 1)))
         with np.errstate(divide="ignore", invalid="ignore"):
             kappa = np.where(base > 0, self.total / base, 0.0)
-        return dataclasses.replace(bowls, elo_per_scale=kappa[:, None] * bowls.elo_per_scale)
+        elo = kappa[:, None] * bowls.elo_per_scale
+        if prior.stake_cap is not None:  # no parameter steeper than the cap
+            elo = np.minimum(elo, prior.stake_cap)
+        return dataclasses.replace(bowls, elo_per_scale=elo)
 
 
 def elo_at_time_control(bowls: SeedBowls, theta, time_control: str) -> np.ndarray:

@@ -456,6 +456,7 @@ def plan_dataset(spec, setups, results, given, recommended, autoselect, skipped)
         "autoselect_run": "none" if autoselect is None else autoselect.label,
         "skipped_budgets": "; ".join(skipped) or "none",
         "truth_prior": json.dumps(spec.prior.to_dict(), sort_keys=True),
+        "truth_prior_source": spec.prior_source,
         "batch_mode_settings": json.dumps(setup.config.resolved["batch_modes"][spec.batch_mode]),
         **_openbench_attrs(spec),
         **{key: float(value) for key, value in sorted(info.items())},

@@ -132,6 +132,8 @@ class PlanSpec:
     batch_mode: str = DEFAULT_BATCH_MODE
     seeds: int = DEFAULT_SEEDS
     prior: TruthPrior = dataclasses.field(default_factory=TruthPrior)
+    #: where the prior comes from ("calibrated: ..." or "assumed: ..."), for plan.md
+    prior_source: str = "assumed: the hand-set prior of docs/plan.md, not fitted to any tune"
     c_scales: tuple[float, ...] = DEFAULT_C_SCALES
     r_scales: tuple[float, ...] = DEFAULT_R_SCALES
     games_scales: tuple[float, ...] = DEFAULT_GAMES_SCALES

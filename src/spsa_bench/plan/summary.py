@@ -246,9 +246,45 @@ _PRIOR_ROWS = (
 )
 
 
-def prior_section(ds: xr.Dataset) -> list[str]:
-    prior, default = _prior(ds), TruthPrior()
+def _stake_line(ds: xr.Dataset) -> str:
     gap = ds["start_elo_gap"].values
+    return (
+        f"Elo at stake (the instance's loss at the start): mean {gap.mean():.2f}, median "
+        f"{np.median(gap):.2f}, 10–90% {np.quantile(gap, 0.1):.2f} to "
+        f"{np.quantile(gap, 0.9):.2f}."
+    )
+
+
+def _calibrated_prior_section(ds: xr.Dataset, source: str) -> list[str]:
+    truth = json.loads(ds.attrs["truth_prior"])
+    rows = []
+    for key, value in truth.items():
+        if isinstance(value, dict):
+            value = ", ".join(f"{k} {v:.3g}" if isinstance(v, float) else f"{k} {v}"
+                              for k, v in value.items())  # fmt: skip
+        rows.append(f"| {key} | {value} |")
+    return [
+        "## The prior over the unknown truth (calibrated: a fit, not a fact)",
+        "",
+        source.removeprefix("calibrated: ").rstrip(".") + ". Each instance is a bowl drawn "
+        'from it (docs/fishtest.md, "Landscape options"; docs/calibration.md says what the '
+        "fit could and could not identify). Give --prior assumed (or any of --offset-scale, "
+        "--offset-distribution, --elo-per-c-end, --inactive-fraction, --interaction) for the "
+        "hand-set prior.",
+        "",
+        "| truth key | value |",
+        "|---|---|",
+        *rows,
+        "",
+        _stake_line(ds),
+    ]
+
+
+def prior_section(ds: xr.Dataset) -> list[str]:
+    source = str(ds.attrs.get("truth_prior_source", "assumed"))
+    if source.startswith("calibrated"):
+        return _calibrated_prior_section(ds, source)
+    prior, default = _prior(ds), TruthPrior()
     rows = [
         f"| {what} | {value(prior)} | {'default' if same(prior, default) else 'given'}: {why} |"
         for what, value, why, same in _PRIOR_ROWS
@@ -265,9 +301,7 @@ def prior_section(ds: xr.Dataset) -> list[str]:
         "|---|---|---|",
         *rows,
         "",
-        f"Elo at stake (the instance's loss at the start): mean {gap.mean():.2f}, median "
-        f"{np.median(gap):.2f}, 10–90% {np.quantile(gap, 0.1):.2f} to "
-        f"{np.quantile(gap, 0.9):.2f}.",
+        _stake_line(ds),
     ]
 
 

@@ -1,0 +1,62 @@
+"""The shipped calibrated truth prior: readable, sourced, and selectable by name."""
+
+from __future__ import annotations
+
+from spsa_bench.model.calibrated import calibrated_record, calibrated_statement, calibrated_truth
+from spsa_bench.model.instances import TruthPrior
+
+
+def test_the_shipped_record_is_a_prior_with_its_source():
+    record = calibrated_record()
+    prior = TruthPrior.from_mapping(calibrated_truth())
+    fitted = record["fitted_on"]
+    assert fitted["corpus_digest"] in calibrated_statement()
+    assert "not a measurement" in calibrated_statement()
+    assert len(fitted["fit_tunes"]) > 0 and all(
+        int(name[:4]) < fitted["split_year"] for name in fitted["fit_tunes"]
+    )
+    for key, summary in record["posterior"].items():  # the truth holds the medians
+        head, _, tail = key.partition(".")
+        value = calibrated_truth()[head][tail] if tail else calibrated_truth()[head]
+        assert value == summary["median"]
+        assert summary["min"] <= summary["median"] <= summary["max"]
+    assert prior.option_on("elo_at_stake")
+
+
+def test_a_scenario_selects_it_by_name(tmp_path):
+    from conftest import small_config_dict
+
+    from spsa_bench.config.loader import resolve
+    from spsa_bench.config.scenarios import scenario_prior
+
+    raw = small_config_dict()
+    raw["scenarios"]["t"] = {"synthetic_tune": {"params": 6}, "truth": "calibrated"}
+    config = resolve(raw)
+    prior = scenario_prior(config.resolved["scenarios"]["t"])
+    assert prior == TruthPrior.from_mapping(calibrated_truth())
+
+
+def test_the_shipped_dataset_is_the_calibration_the_prior_came_from():
+    import json
+
+    from spsa_bench.analysis.calibration import calibration_table, shipped_dataset
+
+    ds = shipped_dataset()
+    assert json.loads(ds.attrs["calibrated_truth"]) == calibrated_record()
+    assert ds.attrs["corpus_digest"] == calibrated_record()["fitted_on"]["corpus_digest"]
+    table = calibration_table(ds)  # what the report's table and figure show
+    held_out = table[table["split"] == "held-out"]
+    assert len(held_out) > 0 and held_out["inside"].isin([True, False]).all()
+    assert set(table["stat"]) == set(ds["stat"].values)  # labels decoded: every panel drawn
+
+
+def test_the_shipped_report_draws_every_statistic(tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from spsa_bench.analysis.calibration import calibration_figure, shipped_dataset
+
+    ds = shipped_dataset()
+    figure = calibration_figure(ds)
+    with_data = [ax for ax in figure.axes if ax.collections]
+    assert len(with_data) == ds.sizes["stat"]  # one panel per statistic, each with points

@@ -1,0 +1,33 @@
+"""The planner's prior: calibrated by default, the assumed one when asked for or adjusted."""
+
+from __future__ import annotations
+
+import pytest
+
+from spsa_bench.cli.main import build_parser
+from spsa_bench.cli.plan import prior_of
+from spsa_bench.config.loader import ConfigError
+from spsa_bench.model.calibrated import calibrated_truth
+from spsa_bench.model.instances import TruthPrior
+
+
+def _args(*flags):
+    return build_parser().parse_args(["plan", "block.txt", "--games", "20000", *flags])
+
+
+def test_the_default_is_the_calibrated_prior_with_its_statement():
+    prior, source = prior_of(_args())
+    assert prior == TruthPrior.from_mapping(calibrated_truth())
+    assert source.startswith("calibrated: ") and "not a measurement" in source
+
+
+def test_an_assumed_prior_option_selects_the_assumed_prior():
+    prior, source = prior_of(_args("--offset-scale", "3"))
+    assert prior == TruthPrior(offset_scale=3.0)
+    assert source.startswith("assumed")
+    assert prior_of(_args("--prior", "assumed"))[0] == TruthPrior()
+
+
+def test_an_assumed_option_with_the_calibrated_prior_is_refused_naming_it():
+    with pytest.raises(ConfigError, match=r"^--interaction: sets the assumed prior"):
+        prior_of(_args("--prior", "calibrated", "--interaction", "0.5"))
