@@ -77,6 +77,9 @@ TIMEOUT = 420  # seconds, per Snakemake run
 ACTIVE = {"PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "SUSPENDED"}
 SUBMITTED = re.compile(r"has been submitted with SLURM jobid (\d+) \(log: (\S+)\)\.")
 RULE_LINE = re.compile(r"\s*(?:local)?rule (\w+):")
+#: A job whose rule has a ``message`` (combine, all, ...: profiles/default and the rules'
+#: one-line messages) is printed as "Job N: <rule>: <message>" instead of a rule block.
+MESSAGE_LINE = re.compile(r"\s*Job \d+: (\w+): .*")
 
 
 def _slurm_unavailable() -> str | None:
@@ -204,7 +207,8 @@ def ran_inside(slurm_log: str, rule: str) -> list[str]:
 
 
 def jobs_run(output: str) -> list[tuple[str, str]]:
-    """(rule, first output) of every job a Snakemake run started, group members included."""
+    """(rule, first output) of every job a Snakemake run started, group members included
+    (the output is "" for a job printed by its rule's message)."""
     started = []
     lines = output.splitlines()
     for i, line in enumerate(lines):
@@ -218,6 +222,10 @@ def jobs_run(output: str) -> list[tuple[str, str]]:
                     first = following.strip().removeprefix("output: ").split(",")[0]
                     break
             started.append((match.group(1), first))
+        else:
+            match = MESSAGE_LINE.fullmatch(line)
+            if match:
+                started.append((match.group(1), ""))
     return started
 
 
