@@ -104,14 +104,24 @@ def shipped_comparison(record: dict) -> list[str]:
 
 def calibration_dataset(config, section, family, result, seeds, digest: str) -> xr.Dataset:
     """The calibration as one CF-1.11 dataset, dims ``tune, stat, draw, free, sample,
-    summary``."""
-    from spsa_bench.calibration import fit
-    from spsa_bench.calibration.stats import STAT_LABELS, STATS
+    summary``: its coordinates, data and attributes (the three steps below)."""
+    return study_dataset(
+        config,
+        _calibration_data(result),
+        _calibration_coords(section, family, result),
+        _calibration_attrs(section, result, seeds, digest),
+    )
 
-    low, median, high = fit.bands(result.samples)
-    inside, _, _ = fit.coverage(result.observed, low, high)
-    settings = result.settings
-    one = {"units": "1"}
+
+_ONE = {"units": "1"}
+
+
+def _calibration_coords(section, family, result) -> dict:
+    """The per-tune coordinates (what each record simulated) and the other axes."""
+    from spsa_bench.calibration import fit
+    from spsa_bench.calibration.stats import STATS
+
+    settings, one = result.settings, _ONE
 
     def tune_coord(name, values, long, **attrs):
         return ("tune", np.array(values, dtype=object if isinstance(values[0], str) else None),
@@ -142,6 +152,16 @@ def calibration_dataset(config, section, family, result, seeds, digest: str) -> 
         "summary": ("summary", np.array(fit.SUMMARIES, dtype=object), {"long_name": "summary"}),
         "sample": ("sample", np.arange(result.samples.shape[1]), {"long_name": "accepted draw x seed"}),
     }  # fmt: skip
+    return coords
+
+
+def _calibration_data(result) -> dict:
+    """The observations, predictive bands and samples, and the ABC's draws."""
+    from spsa_bench.calibration import fit
+
+    low, median, high = fit.bands(result.samples)
+    inside, _, _ = fit.coverage(result.observed, low, high)
+    settings, one = result.settings, _ONE
     per_stat = ("tune", "stat")
     data_vars = {
         "observed": (per_stat, result.observed, {"long_name": "observed statistic"}),
@@ -165,7 +185,15 @@ def calibration_dataset(config, section, family, result, seeds, digest: str) -> 
             {"long_name": "summary of the draw (mean over seeds)"},
         ),
     }
-    attrs = {
+    return data_vars
+
+
+def _calibration_attrs(section, result, seeds, digest: str) -> dict:
+    """The fit's settings, its corpus version and its stated assumptions."""
+    from spsa_bench.calibration.stats import STAT_LABELS, STATS
+
+    settings = result.settings
+    return {
         "title": "spsa-bench calibration: the truth prior fitted to the corpus of real tunes",
         "corpus_digest": digest,
         "stat_labels": json.dumps([STAT_LABELS[k] for k in STATS]),
@@ -193,7 +221,6 @@ def calibration_dataset(config, section, family, result, seeds, digest: str) -> 
             "reality beyond that corpus"
         ),
     }
-    return study_dataset(config, data_vars, coords, attrs)
 
 
 def _scope(config: Config, section: CalibrationSection) -> Scope:
