@@ -21,7 +21,7 @@ from xarray.backends import BackendArray
 from xarray.core import indexing
 
 from spsa_bench.results.atomic import write_atomic
-from spsa_bench.results.cf import conform, labels_to_auxiliary, labels_to_index
+from spsa_bench.results.cf import conform, labels_to_auxiliary, labels_to_index, open_labelled
 from spsa_bench.results.datasets import (
     CELL_DIMS,
     NAN_WHERE_NOT_APPLICABLE,
@@ -444,14 +444,8 @@ def open_tuning(path: str | Path, settings=None) -> xr.Dataset:
     configuration's :class:`~spsa_bench.config.sections.tuning.TuningSection`), its
     arms, scenarios, batch modes and seeds must be the section's. A refusal is one
     :class:`ReadError` naming the file and the field."""
-    check_metadata(path)
-    try:
-        ds = labels_to_index(xr.open_dataset(path, engine="netcdf4"))
-    except Exception as error:  # netCDF4 raises OSError/RuntimeError/ValueError variants
-        reason = " ".join(str(error).split()) or type(error).__name__
-        raise ReadError(f"{path}: not a readable NetCDF file ({reason})") from None
+    ds = open_labelled(path)  # the rules every reader applies (metadata, attribute caps)
     with ds:
-        check_attribute_sizes(path, ds)
         loss = ds.get("final_elo_loss")
         if (
             loss is None
