@@ -210,8 +210,10 @@ SelectType=select/cons_tres
 SelectTypeParameters=CR_Core_Memory
 DefMemPerCPU=$DEFMEM
 ReturnToService=2
-# Finished jobs stay visible to squeue this long (status checks rely on it).
-MinJobAge=300
+# Finished jobs stay visible to squeue this long (status checks and the
+# end-of-run checks of tests/e2e/test_slurm_workflow.py rely on it; a loaded
+# machine runs the test workflow for more than 5 minutes).
+MinJobAge=3600
 InactiveLimit=0
 KillWait=10
 Waittime=0
