@@ -70,9 +70,12 @@ RUN_CONVENTIONS = {
 
 def build_schema(rows: Mapping[str, OptimizerSpec] | None = None) -> dict:
     """The whole configuration schema as a dict, for the optimizer ``rows``
-    (default: every registered kind, plugins included)."""
+    (default: every registered kind, plugins included): the budget, the run-wide
+    conventions, the workflow's storage, each optional section, the seeds and what is
+    compared, then the named batch modes, scenarios and optimizer arms, in that order
+    (the packaged file's order)."""
     rows = REGISTRY if rows is None else rows
-    names = {"type": "string", "pattern": NAME_PATTERN}
+    names = {"type": "string", "pattern": NAME_PATTERN}  # one object: one YAML anchor
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": "spsa-bench configuration",
@@ -81,74 +84,105 @@ def build_schema(rows: Mapping[str, OptimizerSpec] | None = None) -> dict:
         "additionalProperties": False,
         "required": ["seeds", "batch_modes", "scenarios", "optimizers"],
         "properties": {
-            "num_pairs": _int(
-                "budget: game pairs per run (give num_pairs or games)", minimum=1, maximum=10**9
-            ),
-            "games": _int(
-                "budget in games as Fishtest takes it (1000 to 3,200,000 in multiples of 1000); "
-                "num_pairs = games // 2 (give num_pairs or games)",
-            ),
-            "checkpoints": _int(
-                "points of the pairs grid trajectories are recorded on (0..num_pairs)",
-                minimum=2,
-                maximum=100001,
-            ),
+            **_budget_properties(),
             **RUN_CONVENTIONS,
-            "keep_run_files": {
-                "type": "boolean",
-                "description": "workflow only: keep the run files (results/runs/) once combine "
-                "has written benchmark.nc (default false: deleted then, as Snakemake temp "
-                "files); no simulation depends on it",
-            },
+            **_storage_properties(),
             **{key: section.schema for key, section in SECTIONS.items()},
-            "seeds": _object(
-                "the seeds to run",
-                {
-                    "first": _int("first seed", minimum=0, maximum=MAX_SEED),
-                    "count": _int("number of seeds", minimum=1, maximum=MAX_SEEDS),
-                    "per_job": _int(
-                        "seeds per workflow job (chunk size)", minimum=1, maximum=MAX_SEEDS
-                    ),
-                },
-                required=("first", "count"),
-            ),
-            "baseline": {
-                **names,
-                "description": "optimizer arm the paired differences are taken against",
-            },
-            "targets": {
-                "type": "array",
-                "items": _num(
-                    "fraction of the start Elo gap recovered",
-                    exclusiveMinimum=0,
-                    exclusiveMaximum=1,
+            **_comparison_properties(names),
+            **_named_tables(rows, names),
+        },
+    }
+
+
+def _budget_properties() -> dict:
+    """The budget: ``num_pairs`` or ``games`` (``num_pairs = games // 2``) and the
+    checkpoints of the pairs grid."""
+    return {
+        "num_pairs": _int(
+            "budget: game pairs per run (give num_pairs or games)", minimum=1, maximum=10**9
+        ),
+        "games": _int(
+            "budget in games as Fishtest takes it (1000 to 3,200,000 in multiples of 1000); "
+            "num_pairs = games // 2 (give num_pairs or games)",
+        ),
+        "checkpoints": _int(
+            "points of the pairs grid trajectories are recorded on (0..num_pairs)",
+            minimum=2,
+            maximum=100001,
+        ),
+    }
+
+
+def _storage_properties() -> dict:
+    """What the workflow keeps on disk."""
+    return {
+        "keep_run_files": {
+            "type": "boolean",
+            "description": "workflow only: keep the run files (results/runs/) once combine "
+            "has written benchmark.nc (default false: deleted then, as Snakemake temp "
+            "files); no simulation depends on it",
+        },
+    }
+
+
+def _comparison_properties(names: dict) -> dict:
+    """The seeds run, the baseline arm of the paired differences and the Elo-loss
+    targets (fractions of the start gap recovered, in (0, 1))."""
+    return {
+        "seeds": _object(
+            "the seeds to run",
+            {
+                "first": _int("first seed", minimum=0, maximum=MAX_SEED),
+                "count": _int("number of seeds", minimum=1, maximum=MAX_SEEDS),
+                "per_job": _int(
+                    "seeds per workflow job (chunk size)", minimum=1, maximum=MAX_SEEDS
                 ),
-                "minItems": 1,
-                "uniqueItems": True,
-                "description": "Elo-loss targets as fractions of the start gap recovered (runtime tables)",
             },
-            "batch_modes": {
-                "type": "object",
-                "minProperties": 1,
-                "propertyNames": names,
-                "additionalProperties": BATCH_MODE,
-                "description": "named batch modes",
-            },
-            "scenarios": {
-                "type": "object",
-                "minProperties": 1,
-                "propertyNames": names,
-                "additionalProperties": SCENARIO,
-                "description": "named scenarios",
-            },
-            "optimizers": {
-                "type": "object",
-                "minProperties": 1,
-                "propertyNames": names,
-                "properties": {kind: _optimizer_arm(rows, kind) for kind in rows},
-                "additionalProperties": _optimizer_arm(rows, None),
-                "description": "named optimizer arms; an arm named after a kind may omit kind",
-            },
+            required=("first", "count"),
+        ),
+        "baseline": {
+            **names,
+            "description": "optimizer arm the paired differences are taken against",
+        },
+        "targets": {
+            "type": "array",
+            "items": _num(
+                "fraction of the start Elo gap recovered",
+                exclusiveMinimum=0,
+                exclusiveMaximum=1,
+            ),
+            "minItems": 1,
+            "uniqueItems": True,
+            "description": "Elo-loss targets as fractions of the start gap recovered (runtime tables)",
+        },
+    }
+
+
+def _named_tables(rows: Mapping[str, OptimizerSpec], names: dict) -> dict:
+    """The named batch modes, scenarios and optimizer arms (at least one of each, names
+    matching ``names``); an arm named after a kind of ``rows`` may omit ``kind``."""
+    return {
+        "batch_modes": {
+            "type": "object",
+            "minProperties": 1,
+            "propertyNames": names,
+            "additionalProperties": BATCH_MODE,
+            "description": "named batch modes",
+        },
+        "scenarios": {
+            "type": "object",
+            "minProperties": 1,
+            "propertyNames": names,
+            "additionalProperties": SCENARIO,
+            "description": "named scenarios",
+        },
+        "optimizers": {
+            "type": "object",
+            "minProperties": 1,
+            "propertyNames": names,
+            "properties": {kind: _optimizer_arm(rows, kind) for kind in rows},
+            "additionalProperties": _optimizer_arm(rows, None),
+            "description": "named optimizer arms; an arm named after a kind may omit kind",
         },
     }
 
