@@ -26,6 +26,11 @@ with exit_on_read_error("ranking"):  # a refused or corrupt file: one line, exit
     # The profile and the ranks read the final losses many times: the last checkpoint in
     # memory; the hits and the relaxation read the trajectories one cell at a time.
     final = ds.isel(pairs=[-1]).load()
+    # the comparisons the budget supports (the configuration benchmark.nc records), before
+    # anything is written: a file without that configuration is refused in one line
+    budget = float(ds["pairs"].values[-1])
+    cells = relaxation.relaxation_table(ds, curves=False)
+    verdicts = relaxation.problem_verdicts(cells, snakemake.params.baseline, budget)
     # an arm identical to another (a sweep's hand-set member) is computed with the others
     # (the best arm, the ranks and their intervals count it) and shown once
     duplicates = tables.duplicate_arms(final, snakemake.params.baseline)
@@ -43,10 +48,6 @@ with exit_on_read_error("ranking"):  # a refused or corrupt file: one line, exit
         out.aggregated_ecdf,
         out.aggregated_ecdf_svg,
     )
-    # the comparisons the budget supports (the configuration benchmark.nc records)
-    budget = float(ds["pairs"].values[-1])
-    cells = relaxation.relaxation_table(ds, curves=False)
-    verdicts = relaxation.problem_verdicts(cells, snakemake.params.baseline, budget)
     ranks = tables.shown_once(ranking.rank_table(final, verdicts=verdicts), duplicates, "arm")
     ranks_md = ranking.rank_markdown(ranks)
     if duplicates:

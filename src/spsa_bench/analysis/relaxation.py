@@ -97,16 +97,82 @@ def measured_relaxation(loss: np.ndarray, pairs) -> float:
     return relaxation_pairs(loss.mean(axis=0), pairs, se)
 
 
+def _source(ds: xr.Dataset) -> str:
+    """The file ``ds`` was opened from (``encoding["source"]``), for a refusal."""
+    return str(ds.encoding.get("source", "the dataset"))
+
+
+def recorded_config(ds: xr.Dataset) -> dict | None:
+    """The configuration ``ds`` records in its ``config`` attribute, decoded from JSON;
+    ``None`` when it has no such attribute (a file written by hand or by an older
+    version: the caller works without it or refuses it). An attribute that is not a
+    JSON object is refused (:class:`~spsa_bench.results.reading.ReadError`, one line
+    naming the file and the attribute)."""
+    from spsa_bench.results.reading import ReadError
+
+    if "config" not in ds.attrs:
+        return None
+    text = ds.attrs["config"]
+    try:
+        raw = json.loads(text) if isinstance(text, str | bytes) else None
+    except ValueError:
+        raw = None
+    if not isinstance(raw, dict):
+        raise ReadError(
+            f"{_source(ds)}: attribute 'config' is not a JSON object (the resolved "
+            "configuration the combine step records; rerun combine to rewrite the file)"
+        )
+    return raw
+
+
 def benchmark_config(ds: xr.Dataset):
     """The grid of the resolved configuration a combined dataset records (its
     ``config`` attribute). The studies and the tuning section are left out: the
     grid's cells need none of them, and a recorded configuration keeps no sweep,
-    so its ``tuning`` section would no longer resolve."""
-    from spsa_bench.config.resolution import resolve_core
+    so its ``tuning`` section would no longer resolve.
 
-    if "config" not in ds.attrs:
-        raise ValueError("the dataset records no configuration (attribute 'config')")
-    return resolve_core(json.loads(ds.attrs["config"]))
+    A dataset without the attribute, with one that is not a JSON object or not a
+    configuration that resolves, is refused with one
+    :class:`~spsa_bench.results.reading.ReadError` naming the file and the attribute:
+    the predicted need and the verdicts cannot be computed without it."""
+    from spsa_bench.config.resolution import resolve_core
+    from spsa_bench.results.reading import ReadError
+
+    raw = recorded_config(ds)
+    if raw is None:
+        raise ReadError(
+            f"{_source(ds)}: no attribute 'config' (the resolved configuration the combine "
+            "step records, which the budget check needs; rerun combine to rewrite the file)"
+        )
+    try:
+        return resolve_core(raw)
+    except (ValueError, TypeError) as error:  # ConfigError, LimitError, ...
+        reason = " ".join(str(error).split())[:300]
+        raise ReadError(
+            f"{_source(ds)}: attribute 'config' is not a valid configuration ({reason})"
+        ) from None
+
+
+def check_labels(ds: xr.Dataset, config) -> None:
+    """Refuse (:class:`~spsa_bench.results.reading.ReadError`, naming the file) a cell
+    label of ``ds`` (optimizer, batch mode, scenario) that is not a name of ``config``:
+    a file whose recorded configuration does not describe its own cells."""
+    from spsa_bench.results.reading import ReadError
+
+    names = {
+        "optimizer": config.optimizers,
+        "batch_mode": config.batch_modes,
+        "scenario": config.scenarios,
+    }
+    for dim, known in names.items():
+        if dim not in ds.dims:
+            continue
+        for label in (str(value) for value in ds[dim].values):
+            if label not in known:
+                raise ReadError(
+                    f"{_source(ds)}: {dim} label {label[:80]!r} is not a name of the "
+                    "configuration its attribute 'config' records"
+                )
 
 
 def _pairs_per_report(ds: xr.Dataset, config, mode: str) -> float:
@@ -177,6 +243,7 @@ def relaxation_table(ds: xr.Dataset, config=None, curves: bool = True) -> pd.Dat
     configuration of the run (default: the one ``ds`` records); ``curves=False`` skips the
     predicted mean loss (``predicted_relaxation_pairs`` NaN), which the verdicts do not use."""
     config = benchmark_config(ds) if config is None else config
+    check_labels(ds, config)
     scenarios = [str(s) for s in ds["scenario"].values]
     rows = [row for s in scenarios for row in _scenario_rows(ds, config, s, curves)]
     return pd.DataFrame(rows, columns=CELL_COLUMNS)

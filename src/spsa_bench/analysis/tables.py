@@ -19,7 +19,6 @@ them with a caption and notes.
 
 from __future__ import annotations
 
-import json
 import math
 
 import numpy as np
@@ -58,7 +57,9 @@ def duplicate_arms(ds: xr.Dataset, baseline: str | None = None) -> dict[str, str
     ``spsa-sweep-r_scale-1``, the sweep's hand-set member, is ``spsa``. Of each group
     of identical arms the first in the dataset's order is kept, ``baseline`` if it is
     one of them (by default the ``baseline`` of the configuration ``ds`` records in its
-    ``config`` attribute). Without a ``kind`` coordinate no arm is a repeat.
+    ``config`` attribute; none when the file has no such attribute, and an attribute
+    that is not JSON is refused, naming the file). Without a ``kind`` coordinate no arm
+    is a repeat.
 
     The tables and figures compute with every arm (Holm's family, ranks and bootstrap
     intervals count the repeat as the tie it is) and show each such group once
@@ -66,8 +67,10 @@ def duplicate_arms(ds: xr.Dataset, baseline: str | None = None) -> dict[str, str
     """
     if "kind" not in ds.coords or "optimizer" not in ds.dims:
         return {}
-    if baseline is None and "config" in ds.attrs:
-        baseline = json.loads(ds.attrs["config"]).get("baseline")
+    if baseline is None:  # a file without the attribute: no arm is preferred
+        from spsa_bench.analysis.relaxation import recorded_config
+
+        baseline = (recorded_config(ds) or {}).get("baseline")
     arms = [str(a) for a in ds["optimizer"].values]
     if baseline in arms:  # the baseline is the arm a group keeps
         arms.remove(baseline)
