@@ -32,6 +32,7 @@ from spsa_bench.config.loader import resolve, scenario_param_count  # noqa: E402
 from spsa_bench.dispatch.storage import read_schedule  # noqa: E402
 from spsa_bench.engine.simulate import simulate_run  # noqa: E402
 from spsa_bench.results.provenance import history, rule_command, start_git_state  # noqa: E402
+from spsa_bench.results.reading import check_metadata  # noqa: E402
 
 
 def main() -> None:
@@ -55,16 +56,26 @@ def cell_bytes(config, w) -> int:
 
 
 def job_schedule(config, w, first: int, last: int):
-    """The shared job schedule of an asynchronous cell; none for a synchronous one."""
+    """The shared job schedule of an asynchronous cell; none for a synchronous one.
+
+    The file is checked before netCDF4 reads it (a regular HDF5 file, its attributes
+    within their cap by its metadata: results.reading.check_metadata), then against
+    the run; a refusal is one line naming the file, exit 2, before any run."""
     if not len(snakemake.input):
         return None
     mode = config.batch_mode(w.batch_mode)
-    return read_schedule(
-        snakemake.input[0],
-        num_pairs=config.num_pairs,
-        num_workers=mode.workers,
-        seeds=range(first, last + 1),
-    )
+    path = snakemake.input[0]
+    try:
+        check_metadata(path, "not a readable schedule file")
+        return read_schedule(
+            path,
+            num_pairs=config.num_pairs,
+            num_workers=mode.workers,
+            seeds=range(first, last + 1),
+        )
+    except ValueError as error:  # ReadError included: one line naming the file
+        print(f"simulate: {' '.join(str(error).split())}", file=sys.stderr)
+        raise SystemExit(2) from None
 
 
 def run_cell(config, arm: str, w, first: int, last: int, schedule, output: str) -> None:

@@ -9,11 +9,20 @@ chunk replays the same file. The file is written by
 sizes, workers, times, staleness and the schedule KPIs, with the budget and worker
 count added as attributes); :func:`read_schedule` rebuilds the
 :class:`~spsa_bench.dispatch.schedule.Schedule` from it exactly, with xarray only.
+
+A schedule file is input the job did not write, so it is checked before netCDF4 reads
+it: here, that it is a regular file (a FIFO with no writer would block the open
+forever, a directory or device is not a schedule); the attribute-size cap from the
+file's HDF5 metadata (:func:`spsa_bench.results.reading.check_metadata`) lives in
+``results``, which the layering puts above ``dispatch`` (docs/architecture.md), so the
+caller applies it first, as the simulate job (``workflow/scripts/simulate.py``) does.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
+import stat
 from pathlib import Path
 
 import numpy as np
@@ -43,9 +52,11 @@ def read_schedule(
     :func:`spsa_bench.results.datasets.write_schedule`,
     checked against the run that replays it (``num_pairs``, ``num_workers``, ``seeds``
     where given) and for consistency: every seed's jobs add up to ``num_pairs``.
-    Any problem is one ``ValueError`` naming the file."""
+    Any problem is one ``ValueError`` naming the file; a path that is not a regular file
+    (a FIFO, directory or device) is refused before it is opened (module docstring)."""
     import xarray as xr  # here: a synchronous simulate job reads no schedule
 
+    check_regular_file(path)
     try:
         with xr.open_dataset(path, engine="netcdf4") as ds:
             ds = ds.load()
@@ -70,6 +81,21 @@ def read_schedule(
         raise ValueError(f"{path}: cannot rebuild Schedule fields {sorted(missing)}")
     _check_schedule(path, values, num_pairs=num_pairs, num_workers=num_workers, seeds=seeds)
     return Schedule(**{name: values[name] for name in names})
+
+
+def check_regular_file(path: str | Path) -> None:
+    """Refuse (``ValueError``, ``"PATH: not a readable schedule file (reason)"``) a path
+    that does not exist or is not a regular file, without opening it."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as error:
+        reason = error.strerror or str(error)
+        raise ValueError(f"{path}: not a readable schedule file ({reason})") from None
+    if not stat.S_ISREG(mode):
+        raise ValueError(
+            f"{path}: not a readable schedule file (not a regular file: a FIFO, device or "
+            "directory)"
+        )
 
 
 def _check_schedule(path, values: dict, *, num_pairs, num_workers, seeds) -> None:
