@@ -380,15 +380,8 @@ def draw_instances(
     ``start``, ``low``, ``high`` and ``c_end`` are the block's per-parameter start,
     bounds and ``c_end``; see the module docstring for the draw order.
     """
-    start = _as_params("start", start, None)
+    start, low, high, c_end = _checked_block(start, low, high, c_end)
     num_params = start.shape[0]
-    low = _as_params("low", low, num_params)
-    high = _as_params("high", high, num_params)
-    c_end = _as_params("c_end", c_end, num_params)
-    if np.any(c_end <= 0):
-        raise ValueError("c_end must be > 0")
-    if np.any(low > high) or np.any(start < low) or np.any(start > high):
-        raise ValueError("start must lie within [low, high]")
     seeds = [int(s) for s in seeds]
     n_seeds = len(seeds)
     theta_peak = np.empty((n_seeds, num_params))
@@ -398,8 +391,6 @@ def draw_instances(
     cos = np.ones((n_seeds, num_params)) if rotated else None
     sin = np.zeros((n_seeds, num_params)) if rotated else None
     n_inactive = prior.inactive_count(num_params)
-    scale, half_angle = prior.offset_scale, prior.interaction * math.pi / 4.0
-    log_min, log_max = math.log(prior.elo_min), math.log(prior.elo_max)
     landscape = _Landscape(prior, n_seeds, num_params)
     for row, seed in enumerate(seeds):  # stream setup: each seed has its own generator
         rng = streams.generator(entropy, seed, "instance")
@@ -408,35 +399,17 @@ def draw_instances(
             landscape.total[row] = prior.stake_median * math.exp(
                 prior.stake_sigma * extra.standard_normal()
             )
-        # 1. offsets from the start, in c_end units
-        if prior.offset_distribution == "normal":
-            offset = scale * rng.standard_normal(num_params)
-        elif prior.offset_distribution == "student_t":  # landscape 2. the chi-square
-            offset = scale * rng.standard_normal(num_params)
-            offset /= np.sqrt(extra.chisquare(prior.offset_df, num_params) / prior.offset_df)
-        elif prior.offset_distribution == "uniform":
-            offset = rng.uniform(-scale, scale, num_params)
-        else:
-            offset = np.where(rng.random(num_params) < 0.5, -scale, scale)
-        # 2. Elo per c_end (the uniforms are drawn even when the value is fixed)
-        u = rng.random(num_params)
-        elo[row] = np.exp(log_min + u * (log_max - log_min)) if log_max > log_min else prior.elo_min
+        offset = _draw_offsets(prior, rng, extra, num_params)  # 1.
+        elo[row] = _draw_elo_per_c_end(prior, rng, num_params)  # 2.
         # 3. inactive parameters
         inactive = rng.permutation(num_params)[:n_inactive]
         offset[inactive] = 0.0
         elo[row, inactive] = 0.0
         theta_peak[row] = np.minimum(np.maximum(start + offset * c_end, low), high)
         theta_peak[row, inactive] = start[inactive]
-        # 4. pairs of active parameters and their rotation angles
-        if rotated:
+        if rotated:  # 4.
             active = np.flatnonzero(elo[row] > 0)
-            order = rng.permutation(active)
-            n_pairs = order.shape[0] // 2
-            first, second = order[0 : 2 * n_pairs : 2], order[1 : 2 * n_pairs : 2]
-            angle = rng.uniform(-half_angle, half_angle, n_pairs)
-            partner[row, first], partner[row, second] = second, first
-            cos[row, first] = cos[row, second] = np.cos(angle)
-            sin[row, first], sin[row, second] = -np.sin(angle), np.sin(angle)
+            _draw_rotations(prior, rng, active, partner[row], cos[row], sin[row])
         if landscape.on:
             landscape.draw(row, extra, elo[row])
     if not landscape.on:
@@ -449,6 +422,63 @@ def draw_instances(
             sin=sin,
         )
     return landscape.bowls(theta_peak, elo, start, low, high, c_end, partner, cos, sin)
+
+
+def _checked_block(start, low, high, c_end) -> tuple[np.ndarray, ...]:
+    """The block's per-parameter ``start``, ``low``, ``high`` and ``c_end`` as float
+    arrays of one length, refused unless ``c_end > 0`` and ``low <= start <= high``."""
+    start = _as_params("start", start, None)
+    num_params = start.shape[0]
+    low = _as_params("low", low, num_params)
+    high = _as_params("high", high, num_params)
+    c_end = _as_params("c_end", c_end, num_params)
+    if np.any(c_end <= 0):
+        raise ValueError("c_end must be > 0")
+    if np.any(low > high) or np.any(start < low) or np.any(start > high):
+        raise ValueError("start must lie within [low, high]")
+    return start, low, high, c_end
+
+
+def _draw_offsets(prior: TruthPrior, rng, extra, num_params: int) -> np.ndarray:
+    """Step 1, the offsets ``optimum - start`` in c_end units, scale ``S``: ``S N(0, 1)``
+    (normal), ``S N(0, 1) / sqrt(V / df)`` with ``V ~ chi2(df)`` from the landscape
+    generator ``extra`` (student_t, landscape step 2), ``U(-S, S)`` (uniform) or ``+-S``
+    with the sign ``-`` where a uniform is ``< 0.5`` (fixed)."""
+    scale = prior.offset_scale
+    if prior.offset_distribution == "normal":
+        return scale * rng.standard_normal(num_params)
+    if prior.offset_distribution == "student_t":
+        offset = scale * rng.standard_normal(num_params)
+        offset /= np.sqrt(extra.chisquare(prior.offset_df, num_params) / prior.offset_df)
+        return offset
+    if prior.offset_distribution == "uniform":
+        return rng.uniform(-scale, scale, num_params)
+    return np.where(rng.random(num_params) < 0.5, -scale, scale)
+
+
+def _draw_elo_per_c_end(prior: TruthPrior, rng, num_params: int):
+    """Step 2, the Elo per c_end: ``exp(log min + u (log max - log min))``, ``u ~ U(0, 1)``
+    per parameter (log-uniform in ``[min, max]``); ``min`` itself when ``min = max`` (the
+    uniforms are drawn even then)."""
+    log_min, log_max = math.log(prior.elo_min), math.log(prior.elo_max)
+    u = rng.random(num_params)
+    return np.exp(log_min + u * (log_max - log_min)) if log_max > log_min else prior.elo_min
+
+
+def _draw_rotations(prior: TruthPrior, rng, active, partner, cos, sin) -> None:
+    """Step 4 for one seed: the ``active`` parameters paired at random (consecutive
+    entries of a permutation, one left alone when their number is odd), each pair's plane
+    rotated by an angle ``U(-g pi/4, g pi/4)``, ``g`` the interaction; written into the
+    seed's rows ``partner``, ``cos`` and ``sin`` (``sin`` is ``-sin(angle)`` on a pair's
+    first parameter, ``+sin(angle)`` on its second)."""
+    half_angle = prior.interaction * math.pi / 4.0
+    order = rng.permutation(active)
+    n_pairs = order.shape[0] // 2
+    first, second = order[0 : 2 * n_pairs : 2], order[1 : 2 * n_pairs : 2]
+    angle = rng.uniform(-half_angle, half_angle, n_pairs)
+    partner[first], partner[second] = second, first
+    cos[first] = cos[second] = np.cos(angle)
+    sin[first], sin[second] = -np.sin(angle), np.sin(angle)
 
 
 class _Landscape:
