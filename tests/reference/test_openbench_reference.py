@@ -21,7 +21,7 @@ from spsa_bench.reference.openbench import OpenBenchTune, run_openbench_referenc
 
 NUM_PAIRS = 1200
 SEEDS = (0, 3, 8)
-MODES = ("sync", "async-variable", "ob-bulk", "ob-batched")
+MODES = ("sync", "async-variable", "ob-bulk", "ob-batched", "ob-multiple", "ob-multiple-batched")
 ROUNDINGS = ("coupled", "stochastic", "nearest", "none")
 HYPER = {"A_ratio": 0.1, "alpha": 0.602, "gamma": 0.101, "pairs_per": 4, "r_end": 0.02}
 
@@ -47,6 +47,14 @@ def config():
     }  # fmt: skip
     raw["batch_modes"]["ob-bulk"] = openbench
     raw["batch_modes"]["ob-batched"] = {**openbench, "reporting": "batched"}
+    # MULTIPLE: 4 runners of concurrency 2 per machine, each 4 pairs with its own
+    # perturbation; games of 12-24 s, so a runner's share spans 1-3 reports of 30 s
+    multiple = {
+        **openbench, "distribution": "multiple", "concurrency": {"min": 8, "max": 8},
+        "game_duration": {"median": 12, "p95": 24},
+    }  # fmt: skip
+    raw["batch_modes"]["ob-multiple"] = multiple
+    raw["batch_modes"]["ob-multiple-batched"] = {**multiple, "reporting": "batched"}
     return resolve(raw)
 
 
@@ -155,7 +163,8 @@ def test_replay_of_spsa_openbench_equals_openbench_reference(mode, rounding):
     # iteration took fractional values between chunks
     assert all(job.c_k[0] == 0.5 for job in jobs)
     # (OpenBench's BULK workloads are whole chunks: integer iterations but at the cut)
-    assert any(job.k != int(job.k) for job in jobs) or mode in ("sync", "ob-bulk")
+    # (MULTIPLE BULK: every report a runner's whole share of pairs_per pairs, but at the cut)
+    assert any(job.k != int(job.k) for job in jobs) or mode in ("sync", "ob-bulk", "ob-multiple")
     if rounding == "coupled":  # c >= 0.5 on every integer: never equal, never swapped,
         # but where a bound clips both engines to the same value (parameter 6's narrow range)
         assert sum(job.swapped for job in jobs) == 0
@@ -167,6 +176,22 @@ def test_replay_of_spsa_openbench_equals_openbench_reference(mode, rounding):
         assert sum(job.equal for job in jobs) > 0
     if mode != "sync":
         assert any(event.staleness > 0 for ref in refs for event in ref.events)
+    if mode.startswith("ob-multiple"):  # not vacuous: 3 machines x 4 runners, each runner
+        # of a workload (same machine, same start) its own perturbation
+        assert schedule.num_workers == 12
+        assert {job.worker for job in jobs} == set(range(12))
+        workloads = {}
+        for row, ref in enumerate(refs):
+            for job in ref.jobs:
+                workloads.setdefault((row, job.worker // 4, job.dispatch_time), []).append(job)
+        assert max(len(group) for group in workloads.values()) == 4
+        assert any(len({tuple(j.flip) for j in group}) > 1 for group in workloads.values())
+    if mode == "ob-multiple-batched":  # some runner's share arrives in several pieces
+        assert any(
+            sum(event.job == j for event in ref.events) > 1
+            for ref in refs
+            for j in range(len(ref.jobs))
+        )
 
 
 def test_the_first_handout_follows_openbench():

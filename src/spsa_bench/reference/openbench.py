@@ -38,23 +38,32 @@ The rounding uniforms are the seed's SplitMix64 ``rounding`` stream at
 match uniforms from :mod:`spsa_bench.model.streams`, the schedule from the event
 queue of :mod:`spsa_bench.reference.runner`, as in :mod:`spsa_bench.reference.fishtest`.
 
-On OpenBench's own dispatch (``batch: openbench``, SINGLE distribution) the loop is
-:func:`openbench_loop`: machines (concurrency and speed as every asynchronous pool)
-ask for a workload of ``pairs_per * concurrency`` pairs (cut to the budget) when their
-last one is done; the workload's games last the greedy makespan of its ``2 N`` game
-durations over the machine's lanes, divided by its speed. BULK reports the workload
-once, at its end. BATCHED (``Client/worker.py``: ``REPORT_INTERVAL = 30``; every
-finished pair is queued, the queue sent every 30 s and at the end) reports at
-``t0 + 30 k`` (each ``k >= 1`` before the end) the pairs finished by then, taken as
-``floor(N * 30 k / D)`` of the workload's ``N`` pairs over its wall time ``D``, and the
-rest at the end; a report with no new pair sends nothing. Each report is applied when it
-arrives (reports in time order, ties in machine order)::
+On OpenBench's own dispatch (``batch: openbench``) the loop is :func:`openbench_loop`:
+machines (concurrency and speed as every asynchronous pool) ask for a workload when
+their last one is done. SINGLE (``OpenBench/workloads/get_workload.py``,
+``game_distribution``: one runner; ``spsa_workload_assignment_dict``: one permutation):
+``pairs_per * concurrency`` pairs (cut to the budget), one hand-out, lasting the greedy
+makespan of its ``2 N`` game durations over the machine's lanes, divided by its speed.
+MULTIPLE (``game_distribution``: ``spsa_count = concurrency // 2`` runners of concurrency
+2; ``spsa_workload_assignment_dict``: ``permutations = runner_count``, one flip and one
+rounding uniform per runner): ``pairs_per`` pairs per runner, one hand-out each, the
+workload lasting its slowest runner's makespan over two lanes, divided by the speed.
+BULK reports a job (the workload, or a runner's share) once, at the workload's end.
+BATCHED (``Client/worker.py``: ``REPORT_INTERVAL = 30``; every finished pair is queued,
+the queue sent every 30 s and at the end) reports at ``t0 + 30 k`` (each ``k >= 1``
+before the end) the pairs finished by then, taken as ``floor(N * 30 k / D)`` of the
+job's ``N`` pairs over the workload's wall time ``D``, and the rest at the end; a report
+with no new pair sends nothing. Each report is applied when it arrives (reports in time
+order, ties in worker order)::
 
     delta_i = r_k * c_k * (W - L of the report's pairs) * flip_i     games += 2 * pairs
 
-with the workload's hand-out ``r_k``, ``c_k``, ``flip``. A hand-out's flip row and
-rounding index are ``j = machine`` at time 0 and ``j = W + e`` after report ``e``
-(counted from 0 over all reports), the numbering of the replay's jobs.
+with the job's hand-out ``r_k``, ``c_k``, ``flip``. A hand-out's flip row and
+rounding index are ``j = worker`` at time 0 (the machine; in MULTIPLE runner ``r`` of
+machine ``m``, ``m R + r``) and ``j = W R + e`` after report ``e`` (``R = 1`` in SINGLE;
+``e`` counted from 0 over all reports), the numbering of the replay's jobs. In MULTIPLE
+a report is one runner's piece, as the replay applies it (the conventions where
+OpenBench sums a machine's runners into one update: :func:`openbench_loop`).
 """
 
 from __future__ import annotations
@@ -129,7 +138,7 @@ def run_openbench_reference(
     key = int(seed_keys(entropy, [seed])[0])
     own = isinstance(batch, AsyncSettings) and batch.batch == "openbench"
     if own:  # OpenBench's dispatch: a hand-out's row is its job index (module docstring)
-        rows = batch.num_workers + 2 * num_pairs  # more than the hand-outs and reports
+        rows = batch.num_workers * batch.runners + 2 * num_pairs  # > hand-outs + reports
         flips = streams.flips(entropy, np.array([seed]), rows, n)[0]
     else:
         workers = Workers.of(entropy, seed, batch)
@@ -246,57 +255,104 @@ def run_openbench_reference(
 
 
 def openbench_loop(entropy, seed, num_pairs, settings, dispatch, arrive, net_of) -> None:
-    """OpenBench's dispatch and reports for one seed (module docstring), SINGLE only.
+    """OpenBench's dispatch and reports for one seed (module docstring), SINGLE or
+    MULTIPLE, BULK or BATCHED.
 
-    ``dispatch(machine, now, finish, pairs, dispatched, arrived, row)`` hands out a
-    workload (``row``: its job index); ``net_of(handout, first_pair, pairs)`` is the W - L
-    of a report's pairs; ``arrive(handout, machine, staleness, (pairs, net))`` applies a
-    report. Hand-outs are numbered in call order."""
-    if settings.distribution != "single":
-        raise ValueError("the OpenBench reference loop plays the SINGLE distribution only")
+    ``dispatch(worker, now, finish, pairs, offset, arrived, row)`` hands out one job (a
+    SINGLE workload, or one runner's share of a MULTIPLE workload; ``worker`` the
+    machine, or runner ``r`` of machine ``m`` as ``m R + r``; ``row``: its job index);
+    ``net_of(handout, first_pair, pairs)`` is the W - L of a report's pairs;
+    ``arrive(handout, worker, staleness, (pairs, net))`` applies a report. Hand-outs are
+    numbered in call order.
+
+    A machine asks for a workload when its last one is done: ``pairs_per * C`` pairs
+    (SINGLE, ``C`` its concurrency) or ``pairs_per * R`` (MULTIPLE, ``R = C // 2``
+    runners of concurrency 2, each ``pairs_per`` pairs with its own hand-out), cut to
+    the budget; its ``2 N`` games are drawn as one block from the machine's ``durations``
+    stream (the whole uncut block); the workload lasts the greedy makespan of its games
+    over the machine's lanes (SINGLE), or the slowest runner's makespan over its two
+    lanes (MULTIPLE), divided by the machine's speed. Every job of the workload reports
+    BULK once at its end, or BATCHED in the pieces of the module docstring, split on the
+    workload's start and wall time. Reports are applied in (time, worker) order, one
+    event each.
+
+    MULTIPLE follows the benchmark's stated conventions (docs/frameworks.md, "Modelling
+    assumptions"), where OpenBench differs: a machine's report carries every runner's
+    pieces, summed into one update clipped once (``Client/worker.py``,
+    ``report_results``: ``delta += r c (W - L) flip[runner_idx]`` over the queued
+    batches; ``OpenBench/utils.py``, ``update_test``), and the next workload's ``R``
+    perturbations are all drawn from the ``theta`` after it (``OpenBench/spsa_utils.py``,
+    ``spsa_workload_assignment_dict``, ``permutations = runner_count``). Here each runner's
+    piece is its own event, clipped on its own, runners in order, and runner ``r``'s next
+    hand-out follows its own last piece (the machine's next workload is drawn at its
+    first runner's), so job ``W R + e`` is the one arrival ``e`` frees, as the replay
+    numbers its jobs."""
+    multiple = settings.distribution == "multiple"
+    runners, per = (settings.concurrency_min // 2, settings.pairs_per) if multiple else (1, 0)
     concurrency, speed = reference_workers(entropy, seed, settings)
     durations = [
         streams.generator(entropy, seed, "durations", m) for m in range(settings.num_workers)
     ]
     mu = math.log(settings.duration_median)
     sigma = (math.log(settings.duration_p95) - mu) / 1.645
-    queue: list = []  # (time, machine, hand-out, first pair, pairs, last report?)
+    queue: list = []  # (time, worker, hand-out, first pair, pairs, last report?)
     dispatched = arrived = reports = 0
-    handouts: list[tuple[int, int]] = []  # (arrived at the hand-out, machine)
+    handouts: list[tuple[int, int]] = []  # (arrived at the hand-out, worker)
+    waiting: dict[int, tuple] = {}  # worker -> its job of a drawn workload, not handed out
 
-    def hand_out(machine: int, now: float, row: int) -> None:
+    def workload(machine: int, now: float) -> None:
+        """Draw the machine's next workload; its jobs wait in ``waiting`` for their hand-out."""
         nonlocal dispatched
-        uncut = settings.pairs_per * concurrency[machine]
+        uncut = settings.pairs_per * (runners if multiple else concurrency[machine])
         pairs = min(uncut, num_pairs - dispatched)
         z = durations[machine].standard_normal(2 * uncut)  # the whole block, even if cut
         games = np.exp(mu + sigma * z[: 2 * pairs])
-        wall = greedy_makespan(games, min(concurrency[machine], 2 * pairs)) / speed[machine]
+        if multiple:  # each runner's 2 pairs_per games on its own two lanes
+            slowest = max(greedy_makespan(games[2 * per * r : 2 * per * (r + 1)], 2)
+                          for r in range(runners))  # fmt: skip
+            wall = slowest / speed[machine]
+            for r in range(runners):
+                share = min(per, pairs - per * r)
+                if share > 0:
+                    waiting[machine * runners + r] = (now, wall, share, dispatched + per * r)
+        else:
+            wall = greedy_makespan(games, min(concurrency[machine], 2 * pairs)) / speed[machine]
+            waiting[machine] = (now, wall, pairs, dispatched)
+        dispatched += pairs
+
+    def hand_out(worker: int, row: int) -> None:
+        """Hand out the worker's waiting job: its perturbation now, its reports queued."""
+        now, wall, pairs, offset = waiting.pop(worker)
         finish = now + wall
         handout = len(handouts)
-        dispatch(machine, now, finish, pairs, dispatched, arrived, row)
-        handouts.append((arrived, machine))
+        dispatch(worker, now, finish, pairs, offset, arrived, row)
+        handouts.append((arrived, worker))
         done = 0
         k = 1
         while settings.reporting == "batched" and now + REPORT_INTERVAL * k < finish:
             by_now = min(math.floor(pairs * (REPORT_INTERVAL * k) / wall), pairs)
             if by_now > done:
-                queue.append((now + REPORT_INTERVAL * k, machine, handout, dispatched + done,
+                queue.append((now + REPORT_INTERVAL * k, worker, handout, offset + done,
                               by_now - done, False))  # fmt: skip
                 done = by_now
             k += 1
-        queue.append((finish, machine, handout, dispatched + done, pairs - done, True))
-        dispatched += pairs
+        queue.append((finish, worker, handout, offset + done, pairs - done, True))
 
     for machine in range(settings.num_workers):
         if dispatched < num_pairs:
-            hand_out(machine, 0.0, machine)
+            workload(machine, 0.0)
+    for worker in sorted(waiting):  # every job of the first workloads at time 0
+        hand_out(worker, worker)
     while queue:
         queue.sort(key=lambda entry: (entry[0], entry[1]))
-        now, machine, handout, first, pairs, last = queue.pop(0)
+        now, worker, handout, first, pairs, last = queue.pop(0)
         staleness = arrived - handouts[handout][0]
-        arrive(handout, machine, staleness, (pairs, net_of(handout, first, pairs)))
+        arrive(handout, worker, staleness, (pairs, net_of(handout, first, pairs)))
         arrived += pairs
-        if last and dispatched < num_pairs:
-            hand_out(machine, now, settings.num_workers + reports)
+        machine = worker // runners
+        if last and worker % runners == 0 and dispatched < num_pairs:
+            workload(machine, now)  # the machine's workload is done: its next one
+        if last and worker in waiting:
+            hand_out(worker, settings.num_workers * runners + reports)
         reports += 1
-    assert arrived == dispatched == num_pairs
+    assert arrived == dispatched == num_pairs and not waiting
