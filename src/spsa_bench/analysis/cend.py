@@ -79,9 +79,6 @@ def cend_markdown(table: pd.DataFrame, ds: xr.Dataset, verdicts: pd.DataFrame | 
     assumptions (``verdicts``: :func:`budget_verdicts`, computed when not given)."""
     verdicts = budget_verdicts(ds) if verdicts is None else verdicts
     baseline = str(ds.attrs["baseline"])
-    t = table.copy()
-    t["loss_ci"] = interval(t, "loss_low", "loss_high")
-    t["diff_ci"] = interval(t, "diff_low", "diff_high")
     pct = f"{LEVEL:.0%}"
     lines = [
         "# The c_end study: equal and swapped integers (fishtest #1912, #1929)",
@@ -102,24 +99,45 @@ def cend_markdown(table: pd.DataFrame, ds: xr.Dataset, verdicts: pd.DataFrame | 
         "",
         *relaxation.study_verdict_lines(verdicts, "winner"),
         "",
-        markdown_table(
-            t,
-            {
-                "arm": "arm",
-                "c_end": "c_end",
-                "n_seeds": "seeds",
-                "loss_mean": "loss mean",
-                "loss_ci": f"{pct} CI",
-                "loss_median": "median",
-                "diff_mean": f"Δ vs {baseline}",
-                "diff_ci": f"Δ {pct} CI",
-                "p_holm": "Holm p",
-                "probe_equal": "equal",
-                "probe_swapped": "swapped",
-            },
-        ),
+        study_markdown_table(table, baseline, after_loss={"loss_median": "median"}),
     ]
     return "\n".join(lines) + "\n"
+
+
+def study_markdown_table(
+    table: pd.DataFrame,
+    baseline: str,
+    labels: dict[str, str] | None = None,
+    *,
+    after_loss: dict[str, str] | None = None,
+    after_diff: dict[str, str] | None = None,
+) -> str:
+    """The Markdown table of a study table (:func:`cend_table`'s columns): the arm, its
+    ``labels`` columns, c_end, seeds, the mean final loss and its :data:`LEVEL`
+    t-interval, the ``after_loss`` columns, the paired difference to ``baseline`` (mean,
+    interval, Holm p), the ``after_diff`` columns, then the shares of equal and swapped
+    integers; each mapping is column -> header, and an interval ``[low, high]`` is made
+    of the ``*_low`` and ``*_high`` columns."""
+    pct = f"{LEVEL:.0%}"
+    t = table.copy()
+    t["loss_ci"] = interval(t, "loss_low", "loss_high")
+    t["diff_ci"] = interval(t, "diff_low", "diff_high")
+    columns = {
+        "arm": "arm",
+        **(labels or {}),
+        "c_end": "c_end",
+        "n_seeds": "seeds",
+        "loss_mean": "loss mean",
+        "loss_ci": f"{pct} CI",
+        **(after_loss or {}),
+        "diff_mean": f"Δ vs {baseline}",
+        "diff_ci": f"Δ {pct} CI",
+        "p_holm": "Holm p",
+        **(after_diff or {}),
+        "probe_equal": "equal",
+        "probe_swapped": "swapped",
+    }
+    return markdown_table(t, columns)
 
 
 def cend_figure(ds: xr.Dataset):

@@ -22,9 +22,15 @@ import pandas as pd
 import xarray as xr
 
 from spsa_bench.analysis import stats
-from spsa_bench.analysis.cend import LEVEL, budget_verdicts, cend_figure, cend_table
+from spsa_bench.analysis.cend import (
+    LEVEL,
+    budget_verdicts,
+    cend_figure,
+    cend_table,
+    study_markdown_table,
+)
 from spsa_bench.analysis.relaxation import study_verdict_lines
-from spsa_bench.analysis.tables import interval, markdown_table
+from spsa_bench.analysis.tables import interval
 
 #: The arm every single OpenBench rule is switched on from.
 ALL_OFF = "ob-all-off"
@@ -97,10 +103,6 @@ def framework_markdown(
     assumptions."""
     verdicts = budget_verdicts(ds) if verdicts is None else verdicts
     baseline = str(ds.attrs["baseline"])
-    t = table.copy()
-    t["loss_ci"] = interval(t, "loss_low", "loss_high")
-    t["diff_ci"] = interval(t, "diff_low", "diff_high")
-    t["rule_ci"] = interval(t, "rule_diff_low", "rule_diff_high")
     pct = f"{LEVEL:.0%}"
     lines = [
         "# The framework study: Fishtest's SPSA beside OpenBench's (issue 31)",
@@ -123,25 +125,11 @@ def framework_markdown(
         "",
         *study_verdict_lines(verdicts, "winner"),
         "",
-        markdown_table(
-            t,
-            {
-                "arm": "arm",
-                "rounding": "rounding",
-                "pairs_per": "pairs/iter",
-                "c_floor": "c floor",
-                "c_end": "c_end",
-                "n_seeds": "seeds",
-                "loss_mean": "loss mean",
-                "loss_ci": f"{pct} CI",
-                "diff_mean": f"Δ vs {baseline}",
-                "diff_ci": f"Δ {pct} CI",
-                "p_holm": "Holm p",
-                "rule_diff_mean": f"Δ vs {ALL_OFF}",
-                "rule_ci": f"Δ {pct} CI ",
-                "probe_equal": "equal",
-                "probe_swapped": "swapped",
-            },
+        study_markdown_table(
+            table.assign(rule_ci=interval(table, "rule_diff_low", "rule_diff_high")),
+            baseline,
+            {"rounding": "rounding", "pairs_per": "pairs/iter", "c_floor": "c floor"},
+            after_diff={"rule_diff_mean": f"Δ vs {ALL_OFF}", "rule_ci": f"Δ {pct} CI "},
         ),
     ]
     return "\n".join(lines) + "\n"
@@ -149,10 +137,7 @@ def framework_markdown(
 
 def dispatch_markdown(table: pd.DataFrame, ds: xr.Dataset) -> str:
     """The dispatch panel's section of the Markdown table."""
-    t = table.copy()
-    baseline = str(t["arm"].iloc[0])
-    t["loss_ci"] = interval(t, "loss_low", "loss_high")
-    t["diff_ci"] = interval(t, "diff_low", "diff_high")
+    baseline = str(table["arm"].iloc[0])
     pct = f"{LEVEL:.0%}"
     lines = [
         "## OpenBench's dispatch: SINGLE vs MULTIPLE, BULK vs BATCHED",
@@ -164,22 +149,13 @@ def dispatch_markdown(table: pd.DataFrame, ds: xr.Dataset) -> str:
         "",
         f"Assumption: {ds.attrs.get('dispatch_assumption', '')}.",
         "",
-        markdown_table(
-            t,
+        study_markdown_table(
+            table,
+            baseline,
             {
-                "arm": "arm",
                 "dispatch_mode": "batch mode",
                 "distribution": "distribution",
                 "reporting": "reporting",
-                "c_end": "c_end",
-                "n_seeds": "seeds",
-                "loss_mean": "loss mean",
-                "loss_ci": f"{pct} CI",
-                "diff_mean": f"Δ vs {baseline}",
-                "diff_ci": f"Δ {pct} CI",
-                "p_holm": "Holm p",
-                "probe_equal": "equal",
-                "probe_swapped": "swapped",
             },
         ),
     ]
