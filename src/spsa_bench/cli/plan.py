@@ -169,12 +169,11 @@ def _add_openbench_options(group) -> None:
     of machines the planner assumes."""
     from spsa_bench.plan import spec as plan
 
-    group.add_argument(
+    _add_openbench_count(
+        group,
         "--pairs-per",
-        type=bounded_int("--pairs-per", 1, 10_000),
-        default=None,
-        metavar="P",
-        help=f"OpenBench's Pairs-Per: game pairs per runner and iteration (default "
+        "P",
+        f"OpenBench's Pairs-Per: game pairs per runner and iteration (default "
         f"{plan.OPENBENCH_PAIRS_PER}, the form's)",
     )
     group.add_argument(
@@ -191,21 +190,26 @@ def _add_openbench_options(group) -> None:
         help="OpenBench's Reporting: bulk, once at the end of a workload (default; about 8 "
         "times faster to simulate); batched, what has finished every 30 s (the form's default)",
     )
-    group.add_argument(
+    _add_openbench_count(
+        group,
         "--machines",
-        type=bounded_int("--machines", 1, 10_000),
-        default=None,
-        metavar="W",
-        help=f"machines running the tune, one workload each at a time (default "
+        "W",
+        f"machines running the tune, one workload each at a time (default "
         f"{plan.DEFAULT_MACHINES}; an assumption)",
     )
-    group.add_argument(
+    _add_openbench_count(
+        group,
         "--concurrency",
-        type=bounded_int("--concurrency", 1, 10_000),
-        default=None,
-        metavar="C",
-        help=f"games each machine plays at once (default {plan.DEFAULT_CONCURRENCY}; an "
-        "assumption)",
+        "C",
+        f"games each machine plays at once (default {plan.DEFAULT_CONCURRENCY}; an assumption)",
+    )
+
+
+def _add_openbench_count(group, flag: str, metavar: str, text: str) -> None:
+    """An OpenBench-only count ``flag``: a whole number in [1, 10,000], refused naming
+    the flag; its argparse default is None, "not given" (:func:`_openbench_defaults`)."""
+    group.add_argument(
+        flag, type=bounded_int(flag, 1, 10_000), default=None, metavar=metavar, help=text
     )
 
 
