@@ -6,7 +6,6 @@ times and bytes of the directory before and after)."""
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import time
@@ -15,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import xarray as xr
+from hostile_helpers import snapshot
 
 from spsa_bench.cli.main import main
 from spsa_bench.config.param_block import BlockError, parse_block
@@ -26,16 +26,6 @@ BLOCK = "a,10,0,20,1,0.002\nb,100,0,200,10,0.002\n"
 #: The smallest plan: one setting of the search, 4 instances, 4,000 games.
 SMALL = ["--games", "4000", "--seeds", "4", "--c-scales", "1", "--r-scales", "1"]
 SMALL += ["--games-scales", "1", "--quiet"]
-
-
-def snapshot(root: Path) -> dict[str, tuple]:
-    """Every file and directory under ``root``: kind, size, mtime and SHA-256."""
-    state = {}
-    for path in sorted(root.rglob("*")):
-        info = path.lstat()
-        digest = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else ""
-        state[str(path.relative_to(root))] = (info.st_mode, info.st_size, info.st_mtime_ns, digest)
-    return state
 
 
 def one_line(capsys, status: int, argv: list[str], *words: str) -> str:

@@ -12,8 +12,6 @@ temporary directory to be corrupted."""
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import shutil
 import subprocess
@@ -24,6 +22,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import xarray as xr
+from hostile_helpers import named, run_script, snapshot
 
 from spsa_bench.dispatch.storage import read_schedule
 from spsa_bench.results.combine import open_benchmark
@@ -73,16 +72,6 @@ def tiny_results():
     )  # fmt: skip
     yield BASE
     shutil.rmtree(BASE, ignore_errors=True)
-
-
-def snapshot(root: Path) -> dict[str, tuple]:
-    """Every file and directory under ``root``: kind, size, mtime and SHA-256."""
-    state = {}
-    for path in sorted(root.rglob("*")):
-        info = path.lstat()
-        digest = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else ""
-        state[str(path.relative_to(root))] = (info.st_mode, info.st_size, info.st_mtime_ns, digest)
-    return state
 
 
 @pytest.fixture
@@ -232,37 +221,6 @@ def test_an_oversized_attribute_is_refused_before_it_is_copied(tmp_path, runs):
     victim = runs[4]
     rewrite(victim, lambda ds: ds.assign_attrs(planted="x" * (2 << 20)))
     combine_refuses(tmp_path, runs, victim, "attribute planted", "2,097,152 bytes")
-
-
-def run_script(name: str, tmp_path: Path, **fields) -> tuple[int, list[str]]:
-    """Run ``workflow/scripts/<name>.py`` in a subprocess with a stand-in ``snakemake``
-    object (``fields``: input, output, params, config, rule); its status and log lines."""
-    log = tmp_path / f"{name}.log"
-    fields = {"log": [str(log)], "scriptdir": str(REPO / "workflow" / "scripts"), **fields}
-    code = f"""
-import json, runpy
-class Named(list):
-    def __init__(self, items, **named):
-        super().__init__(items)
-        self.__dict__.update(named)
-def named(value):
-    if isinstance(value, dict) and value.get("__named__"):
-        return Named(value["items"], **value["named"])
-    return value
-fields = {{k: named(v) for k, v in json.loads({json.dumps(json.dumps(fields))}).items()}}
-class Snakemake:
-    pass
-snakemake = Snakemake()
-snakemake.__dict__.update(fields)
-runpy.run_path({str(REPO / "workflow" / "scripts" / f"{name}.py")!r}, init_globals={{"snakemake": snakemake}})
-"""
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
-    assert "Traceback" not in done.stderr, done.stderr
-    return done.returncode, log.read_text().strip("\n").split("\n")
-
-
-def named(items=(), **attrs) -> dict:
-    return {"__named__": True, "items": list(items), "named": attrs}
 
 
 def test_the_combine_script_refuses_a_corrupt_run_file_in_one_line(tmp_path, runs):

@@ -13,8 +13,6 @@ memory and time of the refusal."""
 from __future__ import annotations
 
 import ctypes
-import hashlib
-import json
 import shutil
 import subprocess
 import sys
@@ -25,6 +23,7 @@ import numpy as np
 import pytest
 import xarray as xr
 import yaml
+from hostile_helpers import named, run_script, snapshot
 
 from spsa_bench.results.combine import open_benchmark, open_tuning
 from spsa_bench.results.reading import MAX_ATTRIBUTE_STORAGE, ReadError
@@ -92,16 +91,6 @@ def tuning_settings():
     return parse(resolve(tuning_config_dict()))
 
 
-def snapshot(root: Path) -> dict[str, tuple]:
-    """Every file and directory under ``root``: kind, size, mtime and SHA-256."""
-    state = {}
-    for path in sorted(root.rglob("*")):
-        info = path.lstat()
-        digest = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else ""
-        state[str(path.relative_to(root))] = (info.st_mode, info.st_size, info.st_mtime_ns, digest)
-    return state
-
-
 def copy(name: str, tmp_path: Path) -> Path:
     return Path(shutil.copy2(BASE / name, tmp_path / Path(name).name))
 
@@ -167,39 +156,6 @@ def one_line(error: pytest.ExceptionInfo, *words: str) -> str:
     for word in words:
         assert word in message, message
     return message
-
-
-def run_script(name: str, tmp_path: Path, **fields) -> tuple[int, list[str]]:
-    """``workflow/scripts/<name>.py`` in a subprocess with a stand-in ``snakemake``
-    object (``fields``: input, output, params, config, rule): its status and log lines."""
-    log = tmp_path / f"{name}.log"
-    fields = {"log": [str(log)], "scriptdir": str(REPO / "workflow" / "scripts"), **fields}
-    code = f"""
-import json, runpy
-class Named(list):
-    def __init__(self, items, **named):
-        super().__init__(items)
-        self.__dict__.update(named)
-    def get(self, key, default=None):
-        return self.__dict__.get(key, default)
-def named(value):
-    if isinstance(value, dict) and value.get("__named__"):
-        return Named(value["items"], **value["named"])
-    return value
-fields = {{k: named(v) for k, v in json.loads({json.dumps(json.dumps(fields))}).items()}}
-class Snakemake:
-    pass
-snakemake = Snakemake()
-snakemake.__dict__.update(fields)
-runpy.run_path({str(REPO / "workflow" / "scripts" / f"{name}.py")!r}, init_globals={{"snakemake": snakemake}})
-"""
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
-    assert "Traceback" not in done.stderr, done.stderr
-    return done.returncode, log.read_text().strip("\n").split("\n")
-
-
-def named(items=(), **attrs) -> dict:
-    return {"__named__": True, "items": list(items), "named": attrs}
 
 
 # ---------------------------------------------------------------- item 1: tuning.nc
