@@ -290,3 +290,70 @@ def test_one_piece_per_job_replays_as_bulk():
     np.testing.assert_array_equal(runs[0].outcome_counts, runs[1].outcome_counts)
     np.testing.assert_array_equal(runs[0].probe_equal_fraction, runs[1].probe_equal_fraction)
     np.testing.assert_array_equal(runs[0].avg_step_size_last_100, runs[1].avg_step_size_last_100)
+
+
+@pytest.mark.parametrize("mode", ["ob-bulk", "ob-batched"])
+def test_summed_reports_change_nothing_in_single(mode):
+    """SINGLE: a machine's report is one job's piece, so OpenBench's summed rule plays
+    the same events, hand-outs and thetas, bit for bit."""
+    cfg = config()
+    for seed in SEEDS:
+        runs = [
+            run_openbench_reference(
+                tune(), true_bowl(), cfg.entropy, seed, batch_of(mode), summed=summed
+            )
+            for summed in (False, True)
+        ]
+        assert runs[0].jobs == runs[1].jobs
+        assert runs[0].events == runs[1].events
+
+
+@pytest.mark.parametrize("mode", ["ob-multiple", "ob-multiple-batched"])
+def test_summed_reports_follow_openbench_in_multiple(mode):
+    """MULTIPLE with OpenBench's own rule (``Client/worker.py`` ``report_results``,
+    ``OpenBench/utils.py`` ``update_test``, ``spsa_utils.py``
+    ``spsa_workload_assignment_dict``): a machine's report is one update, the sum of its
+    runners' deltas clipped once, and a workload's runners are handed out together, from
+    one theta and one iteration. The replay's convention (the default) hands runner r out
+    after its own report, so the runners of one workload see different thetas."""
+    cfg = config()
+    for seed in SEEDS:
+        convention, summed = (
+            run_openbench_reference(
+                tune(), true_bowl(), cfg.entropy, seed, batch_of(mode), summed=flag
+            )
+            for flag in (False, True)
+        )
+        assert convention.jobs[:12] == summed.jobs[:12]  # the first workloads: time 0
+        assert sum(e.pairs for e in summed.events) == NUM_PAIRS
+        assert len(summed.events) < len(convention.events)  # runners' pieces summed
+
+        def workloads(run):
+            groups = {}
+            for job in run.jobs:
+                groups.setdefault((job.worker // 4, job.dispatch_time), []).append(job)
+            return [group for group in groups.values() if len(group) > 1]
+
+        for group in workloads(summed):
+            assert all(job.theta == group[0].theta and job.k == group[0].k for job in group)
+        assert any(
+            any(job.theta != group[0].theta for job in group) for group in workloads(convention)
+        )
+        if mode != "ob-multiple":
+            continue
+        # BULK: a report is a whole workload, whose update_test is
+        # theta_i <- clip(theta_i + sum over runners of r c (W - L) flip_i), once
+        theta = list(summed.theta_start)
+        for event in summed.events:
+            lead = summed.jobs[event.job]
+            runners = [
+                job
+                for job in summed.jobs
+                if (job.worker // 4, job.dispatch_time) == (lead.worker // 4, lead.dispatch_time)
+            ]
+            assert event.pairs == sum(job.pairs for job in runners)
+            for i in range(len(theta)):
+                delta = sum(job.R_k[i] * job.c_k[i] * job.net_wins * job.flip[i] for job in runners)
+                theta[i] = min(max(theta[i] + delta, THETA_MIN[i]), THETA_MAX[i])
+            np.testing.assert_allclose(event.theta, theta, rtol=1e-13, atol=1e-12)
+            theta = list(event.theta)

@@ -124,10 +124,17 @@ def run_openbench_reference(
     *,
     rounding: str = "coupled",
     noise: NoiseModel = VENDORED,
+    summed: bool = False,
 ) -> FishtestRun:
     """Play ``tune`` on one seed as OpenBench would (module docstring); the record is
     the Fishtest reference's (a job's ``k`` is OpenBench's real ``iteration``, its
-    ``R_k`` OpenBench's ``r``, ``iteration`` the pairs reported at the hand-out)."""
+    ``R_k`` OpenBench's ``r``, ``iteration`` the pairs reported at the hand-out).
+
+    ``summed`` (OpenBench's dispatch only) applies OpenBench's own MULTIPLE rule in place
+    of the replay's conventions (:func:`openbench_loop`): a machine's report is one
+    event whose update sums its runners' deltas and is clipped once, and the next
+    workload's runners are all handed out after it; an event's ``job`` and ``worker``
+    are its first piece's, its ``pairs`` the report's. SINGLE plays the same either way."""
     if rounding not in ROUNDING_MODES:
         raise ValueError(f"rounding must be one of {ROUNDING_MODES}, got {rounding!r}")
     n = len(tune.theta_start)
@@ -138,7 +145,8 @@ def run_openbench_reference(
     key = int(seed_keys(entropy, [seed])[0])
     own = isinstance(batch, AsyncSettings) and batch.batch == "openbench"
     if own:  # OpenBench's dispatch: a hand-out's row is its job index (module docstring)
-        rows = batch.num_workers * batch.runners + 2 * num_pairs  # > hand-outs + reports
+        runners = batch.runners  # rows: more than any hand-out's (openbench_loop)
+        rows = batch.num_workers * runners + 2 * runners * num_pairs
         flips = streams.flips(entropy, np.array([seed]), rows, n)[0]
     else:
         workers = Workers.of(entropy, seed, batch)
@@ -221,13 +229,21 @@ def run_openbench_reference(
             )
         )
 
-    def arrive(job: int, w: int, staleness: int, piece=None) -> None:
+    def arrive(job: int, w: int, staleness: int, piece=None, together=()) -> None:
+        """Apply a report: ``piece`` (pairs, W - L) of hand-out ``job`` (default its
+        whole result) and ``together``'s further ``(hand-out, pairs, W - L)`` of the same
+        report, their deltas summed before one clip."""
         nonlocal games
         played = run.jobs[job]
         pairs, net = (played.pairs, played.net_wins) if piece is None else piece
+        parts = [(played, net), *((run.jobs[other], more) for other, _, more in together)]
         for i in range(n):
-            delta = played.R_k[i] * played.c_k[i] * float(net) * played.flip[i]
+            delta = 0.0
+            for k, (part, result) in enumerate(parts):
+                step = part.R_k[i] * part.c_k[i] * float(result) * part.flip[i]
+                delta = step if k == 0 else delta + step
             theta[i] = clip(theta[i] + delta, float(tune.theta_min[i]), float(tune.theta_max[i]))
+        pairs += sum(more for _, more, _ in together)
         games += 2 * pairs
         run.events.append(
             FishtestEvent(
@@ -250,11 +266,13 @@ def run_openbench_reference(
         played = run.jobs[job]
         return play_pairs(played.opponent_elo, uniforms[first : first + pairs], noise)[0]
 
-    openbench_loop(entropy, seed, num_pairs, batch, dispatch, arrive, net_of)
+    openbench_loop(entropy, seed, num_pairs, batch, dispatch, arrive, net_of, summed=summed)
     return run
 
 
-def openbench_loop(entropy, seed, num_pairs, settings, dispatch, arrive, net_of) -> None:
+def openbench_loop(
+    entropy, seed, num_pairs, settings, dispatch, arrive, net_of, *, summed: bool = False
+) -> None:
     """OpenBench's dispatch and reports for one seed (module docstring), SINGLE or
     MULTIPLE, BULK or BATCHED.
 
@@ -286,7 +304,14 @@ def openbench_loop(entropy, seed, num_pairs, settings, dispatch, arrive, net_of)
     piece is its own event, clipped on its own, runners in order, and runner ``r``'s next
     hand-out follows its own last piece (the machine's next workload is drawn at its
     first runner's), so job ``W R + e`` is the one arrival ``e`` frees, as the replay
-    numbers its jobs."""
+    numbers its jobs.
+
+    ``summed`` plays OpenBench's rule instead: the pieces of one machine at one time are
+    one report, ``arrive(handout, worker, staleness, (pairs, net), together)`` with the
+    other runners' ``(handout, pairs, net)`` in ``together``; after a workload's last
+    report ``e`` (counted over reports) all its runners are handed out, the ``p``-th at
+    row ``j = W R + R e + p`` (the initial ones at ``m R + r`` as above; in SINGLE
+    ``W + e``, the same rows as without ``summed``)."""
     multiple = settings.distribution == "multiple"
     runners, per = (settings.concurrency_min // 2, settings.pairs_per) if multiple else (1, 0)
     concurrency, speed = reference_workers(entropy, seed, settings)
@@ -347,12 +372,22 @@ def openbench_loop(entropy, seed, num_pairs, settings, dispatch, arrive, net_of)
         queue.sort(key=lambda entry: (entry[0], entry[1]))
         now, worker, handout, first, pairs, last = queue.pop(0)
         staleness = arrived - handouts[handout][0]
-        arrive(handout, worker, staleness, (pairs, net_of(handout, first, pairs)))
-        arrived += pairs
         machine = worker // runners
+        together = []  # OpenBench's report: the machine's other runners at this time
+        while summed and queue and queue[0][0] == now and queue[0][1] // runners == machine:
+            _, _, other, start, more, _ = queue.pop(0)
+            together.append((other, more, net_of(other, start, more)))
+        arrive(handout, worker, staleness, (pairs, net_of(handout, first, pairs)), together)
+        arrived += pairs + sum(more for _, more, _ in together)
         if last and worker % runners == 0 and dispatched < num_pairs:
             workload(machine, now)  # the machine's workload is done: its next one
-        if last and worker in waiting:
+        if summed and last:  # every runner of the new workload, from the same theta
+            mine = sorted(w for w in waiting if w // runners == machine)
+            for position, waiting_worker in enumerate(mine):
+                hand_out(
+                    waiting_worker, settings.num_workers * runners + runners * reports + position
+                )
+        elif last and worker in waiting:
             hand_out(worker, settings.num_workers * runners + reports)
         reports += 1
     assert arrived == dispatched == num_pairs and not waiting
