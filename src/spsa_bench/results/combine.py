@@ -33,6 +33,7 @@ from spsa_bench.results.datasets import (
     corrupt,
     load_checked,
     open_run,
+    optimizer_state,
 )
 from spsa_bench.results.provenance import provenance
 
@@ -154,6 +155,8 @@ def optimizer_coords(arms: dict[str, dict[str, xr.DataArray]]) -> dict[str, tupl
 def combine_runs(paths: Iterable[str | Path]) -> xr.Dataset:
     """Combine run files into one dataset with dims optimizer, batch_mode, scenario, seed, pairs, param.
 
+    The optimizer state variables (:func:`~spsa_bench.results.runs.optimizer_state`,
+    the schedule-free arms' ``x`` and ``z``) are left out; the run files keep them.
     Seed ranges of one cell are concatenated along ``seed``; cells are aligned
     on the outer product of their labels (missing cells are NaN). Every file must
     pass :func:`check_run` (finite data, one checkpoint grid) and :func:`check_cell`
@@ -164,6 +167,7 @@ def combine_runs(paths: Iterable[str | Path]) -> xr.Dataset:
     grid, params = None, {}
     for path in paths:
         ds = open_run(path)
+        ds = ds.drop_vars(optimizer_state(ds))
         check_run(path, ds, grid)
         check_cell(path, ds, cell_key(ds), None, params)
         grid = ds["pairs"].values if grid is None else grid

@@ -38,6 +38,7 @@ from spsa_bench.results.runs import (  # noqa: F401 - the run contract, re-expor
     arm_coords,
     cf_variable,
     instance_variables,
+    optimizer_state,
     run_layout,
 )
 

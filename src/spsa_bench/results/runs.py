@@ -28,6 +28,10 @@ if TYPE_CHECKING:  # the record a run file is written from; engine.simulate impo
 
 CELL_DIMS = ("optimizer", "batch_mode", "scenario")
 THETA = "theta units"
+#: The ``long_name`` of an optimizer's state variables beside ``theta`` (the
+#: schedule-free arms' ``x`` and ``z``): ``"optimizer state x"``. Run files keep them;
+#: ``benchmark.nc`` leaves them out (:func:`optimizer_state`).
+STATE_LONG_NAME = "optimizer state"
 #: Per-parameter coordinates of a run file (fields of the problem's parameters) and their attributes.
 PARAM_COORDS = {
     "param_group": {"long_name": "parameter group"},
@@ -187,6 +191,18 @@ def instance_variables(bowl: SeedBowls, theta_start: np.ndarray) -> dict[str, tu
 
 
 #: Per-seed KPIs of the worker's rounding, written in every run (NaN: nothing rounded).
+def optimizer_state(ds) -> list[str]:
+    """The names of ``ds``'s optimizer state variables (``long_name`` "optimizer state
+    NAME": the schedule-free arms' ``x`` and ``z``), which ``combine`` leaves out of
+    ``benchmark.nc``: no table or figure reads them, and they were about 40% of the
+    default run's file (docs/benchmark.md, "Disk space")."""
+    return [
+        str(name)
+        for name, variable in ds.data_vars.items()
+        if str(variable.attrs.get("long_name", "")).startswith(f"{STATE_LONG_NAME} ")
+    ]
+
+
 PROBE_KPIS = {
     "probe_equal_fraction": "share of jobs x integer parameters where both engines played the same integer",
     "probe_swapped_fraction": "share of jobs x integer parameters where the engines played integers in the opposite order to the flip",
@@ -218,7 +234,7 @@ def run_layout(
         for name, (dims, long_name, units, values) in RUN_VARIABLES.items()
     }
     data_vars |= {
-        name: cf_variable(("seed", "pairs", "param"), value, f"optimizer state {name}", THETA)
+        name: cf_variable(("seed", "pairs", "param"), value, f"{STATE_LONG_NAME} {name}", THETA)
         for name, value in result.extras.items()
     }
     data_vars |= {

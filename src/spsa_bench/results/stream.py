@@ -1,7 +1,7 @@
 """Streaming combine: ``results/benchmark.nc`` written cell by cell, in bounded memory.
 
 The checkpoint variables (those with the ``pairs`` dimension: ``theta``, ``elo``,
-``elo_loss``, ...) are almost all of the data, the per-seed variables (KPIs, outcome
+``elo_loss``, ...; not the optimizer state ``x``, ``z``, which stay in the run files) are almost all of the data, the per-seed variables (KPIs, outcome
 counts, per-worker figures) most of the rest. Pass 1 opens each run file and keeps a
 skeleton of it: its first checkpoint at its first :data:`SKELETON_SEEDS` seeds, plus
 its few bytes a seed of integer and boolean per-seed values whole (:func:`_kept_whole`),
@@ -40,7 +40,7 @@ from spsa_bench.results.combine import (
     combine_cells,
     finish_benchmark,
 )
-from spsa_bench.results.datasets import CELL_DIMS, corrupt, open_run_head
+from spsa_bench.results.datasets import CELL_DIMS, corrupt, open_run_head, optimizer_state
 
 GRID = "pairs"
 
@@ -101,6 +101,7 @@ def _skeletons(
     seeds, grid, params = [], None, {}
     for path in paths:
         head, pairs = open_run_head(path)
+        head = head.drop_vars(optimizer_state(head))  # not in benchmark.nc (combine_runs)
         whole = head[_kept_whole(head)].copy(deep=True)  # not a view holding the file's head
         skeleton = head.isel(seed=slice(0, SKELETON_SEEDS)).copy(deep=True)  # not a view
         check_run(path, skeleton, None)
