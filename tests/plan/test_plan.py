@@ -264,3 +264,29 @@ def test_settings_share_their_instances_so_differences_are_paired():
     width_unpaired = 2 * 1.96 * np.sqrt(other.var(ddof=1) / 30 + given.var(ddof=1) / 30)
     assert paired[2] - paired[1] < width_unpaired
     assert given_setting(small_spec()).label == ds.attrs["given_run"] == "c1 r1 g4000"
+
+
+def test_a_time_control_shift_gives_the_gain_at_every_time_control():
+    """With a time-control shift the plan tunes at its own time control (the prior's
+    tuned_at follows --time-control), records the final gain at each time control's
+    optimum, equal to the gain at its own, and reports P(gain > 0) at the two others;
+    without one it says the gain is the same everywhere."""
+    prior = TruthPrior(tc_spread=1.0, tc_tuned_at="STC", elo_min=0.2, elo_max=0.2)
+    ds = run_plan(small_spec(prior=prior, time_control="LTC", seeds=40))
+    assert json.loads(ds.attrs["truth_prior"])["time_control_shift"]["tuned_at"] == "LTC"
+    given = str(ds.attrs["given_run"])
+    by_tc = ds["final_gain_at_time_control"].sel(run=given)
+    np.testing.assert_allclose(
+        by_tc.sel(time_control="LTC").values, given_gains(ds), rtol=0, atol=1e-9
+    )
+    assert np.abs(by_tc.sel(time_control="STC").values - given_gains(ds)).max() > 1e-3
+    zero = f"{given} {ZERO_OFFSET}"
+    assert np.isnan(ds["final_gain_at_time_control"].sel(run=zero).values).all()
+    text = plan_markdown(ds)
+    for tc in ("STC", "VLTC"):
+        share = stats.wilson_interval(by_tc.sel(time_control=tc).values > 0, 0.95)
+        assert f"| P(gain > 0) at {tc} (the optimum moved" in text
+        assert f"{share[0]:.1%} [{share[1]:.1%}, {share[2]:.1%}]" in text.split(f"at {tc} (the optimum moved")[1].split("\n")[0]
+    assert "at LTC (the optimum moved" not in text
+    flat = plan_markdown(run_plan(small_spec()))
+    assert "no `time_control_shift`: one truth at every time control" in flat

@@ -62,6 +62,8 @@ from spsa_bench.config.loader import (
     resolve,
 )
 from spsa_bench.config.param_block import ParamBlock
+from spsa_bench.model.bowl import TIME_CONTROLS
+from spsa_bench.model.instances import elo_at_time_control
 from spsa_bench.plan.spec import (
     AUTOSELECT,
     LEVEL,
@@ -134,10 +136,14 @@ def with_block_types(setup: Prepared, spec: PlanSpec) -> Prepared:
 
 def at_start(setup: Prepared) -> Prepared:
     """``setup`` with every instance's optimum moved to the start (zero offset): the same
-    Elo per c_end, inactive set and rotation, so only the distance to the optimum changes."""
+    Elo per c_end, inactive set and rotation, so only the distance to the optimum changes
+    (at every time control: a time-control shift is dropped)."""
     bowl = setup.problem.bowl
     peak = np.broadcast_to(setup.problem.view.theta_start, bowl.theta_peak.shape)
-    problem = dataclasses.replace(setup.problem, bowl=dataclasses.replace(bowl, theta_peak=peak))
+    at = {"tc_theta_peak": None} if getattr(bowl, "tc_theta_peak", None) is not None else {}
+    problem = dataclasses.replace(
+        setup.problem, bowl=dataclasses.replace(bowl, theta_peak=peak, **at)
+    )
     return dataclasses.replace(setup, problem=problem)
 
 
@@ -255,6 +261,9 @@ class _Result:
     probe_swapped: np.ndarray  # (seed,)
     arm_info: dict
     predicted: tuple | None = None  # (equal, swapped) per parameter
+    #: (time control, seed): the final gain at each of TIME_CONTROLS' optima (None: the
+    #: prior has no time-control shift, one truth at every time control)
+    gain_by_time_control: np.ndarray | None = None
 
     @classmethod
     def of(cls, setup: Prepared, result: RunResult) -> _Result:
@@ -267,7 +276,23 @@ class _Result:
             probe_equal=result.probe_equal_fraction,
             probe_swapped=result.probe_swapped_fraction,
             arm_info=dict(result.arm_info),
+            gain_by_time_control=_gain_by_time_control(bowl, start, result.theta[:, -1]),
         )
+
+
+def _gain_by_time_control(bowl, start: np.ndarray, final: np.ndarray) -> np.ndarray | None:
+    """``(time control, seed)``: Elo at ``final`` minus Elo at ``start`` with the optimum of
+    each of :data:`TIME_CONTROLS` (:func:`~spsa_bench.model.instances.elo_at_time_control`);
+    None when the instances have no time-control shift."""
+    if getattr(bowl, "tc_theta_peak", None) is None:
+        return None
+    begin = np.tile(start, (bowl.num_seeds, 1))
+    return np.stack(
+        [
+            elo_at_time_control(bowl, final, tc) - elo_at_time_control(bowl, begin, tc)
+            for tc in TIME_CONTROLS
+        ]
+    )
 
 
 def run_plan(spec: PlanSpec, progress: Callable[[int, int], None] | None = None) -> xr.Dataset:
@@ -362,6 +387,13 @@ def _param_coords(block, integer: np.ndarray) -> dict:
     }
 
 
+def _by_time_control(result: _Result) -> np.ndarray:
+    """``result``'s gains by time control, NaN where it has none (a zero-offset run)."""
+    if result.gain_by_time_control is not None:
+        return result.gain_by_time_control
+    return np.full((len(TIME_CONTROLS), result.gain.shape[0]), np.nan)
+
+
 def _run_variables(settings: list[Setting], results: dict) -> dict:
     """The data variables with a ``run`` dimension."""
 
@@ -374,7 +406,18 @@ def _run_variables(settings: list[Setting], results: dict) -> dict:
         return np.stack([np.full(n_params, np.nan) if r is None else r[index] for r in rows])
 
     rounding = "closed-form share of jobs whose two engines played {} (mean over jobs and seeds)"
-    return {
+    by_time_control = {}
+    if any(results[s].gain_by_time_control is not None for s in settings):
+        by_time_control["final_gain_at_time_control"] = (
+            ("run", "time_control", "seed"),
+            np.stack([_by_time_control(results[s]) for s in settings]),
+            {
+                "long_name": "true Elo at the final theta minus at the start, with the "
+                "optimum of each time control (the prior's time_control_shift)",
+                "units": "Elo",
+            },
+        )
+    return by_time_control | {
         "theta": (
             ("run", "seed", "checkpoint", "param"),
             stack("theta"),
@@ -434,6 +477,12 @@ def plan_dataset(spec, setups, results, given, recommended, autoselect, skipped)
     coords = _run_coords(settings, results, spec.checkpoints)
     coords |= _param_coords(spec.block, setup.problem.view.integer)
     coords["seed"] = ("seed", setup.schedule.seeds, {"long_name": "seed (one instance each)"})
+    if "final_gain_at_time_control" in data_vars:
+        coords["time_control"] = (
+            "time_control",
+            list(TIME_CONTROLS),
+            {"long_name": "Fishtest time control whose optimum the gain is measured at"},
+        )
     coords["checkpoint"] = (
         "checkpoint",
         np.arange(spec.checkpoints),

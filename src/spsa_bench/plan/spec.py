@@ -164,6 +164,10 @@ class PlanSpec:
             raise ConfigError(
                 f"--time-control = {self.time_control!r}: one of {', '.join(TIME_CONTROLS)}"
             )
+        if self.prior.tc_spread > 0 and self.prior.tc_tuned_at != self.time_control:
+            # the tune plays at the plan's time control: the drawn optimum is that one's
+            tuned = dataclasses.replace(self.prior, tc_tuned_at=self.time_control)
+            object.__setattr__(self, "prior", tuned)
         if not 2 <= self.seeds <= 100_000:
             raise ConfigError(f"--seeds = {self.seeds}: give 2 to 100,000 instances")
         if not (math.isfinite(self.margin) and self.margin >= 0):

@@ -325,7 +325,30 @@ def outcome_section(ds: xr.Dataset) -> list[str]:
         f"| P(gain > 0) | {_share(o['p_gain'])} |",
         f"| P(gain > 1 Elo) | {_share(o['p_gain_1'])} |",
         f"| P(weaker by more than 1 Elo) | {_share(o['p_weaker_1'])} |",
+        *_other_time_controls(ds, given),
     ]
+
+
+def _other_time_controls(ds: xr.Dataset, run: str) -> list[str]:
+    """P(gain > 0) of ``run`` at the time controls the tune did not play, with the
+    prior's time-control shift (docs/plan.md, "Another time control"), or the sentence
+    saying the prior has one truth at every time control."""
+    tuned = str(ds.attrs["time_control"])
+    if "final_gain_at_time_control" not in ds:
+        return [
+            "",
+            f"The tune plays at {tuned}. The prior has no `time_control_shift`: one truth at "
+            "every time control, so the gain is the same at STC, LTC and VLTC (an assumption; "
+            'docs/plan.md, "Another time control").',
+        ]
+    gains = ds["final_gain_at_time_control"].sel(run=run)
+    rows = [
+        f"| P(gain > 0) at {tc} (the optimum moved, `time_control_shift`) | "
+        f"{_share(stats.wilson_interval(gains.sel(time_control=tc).values > 0, LEVEL))} |"
+        for tc in (str(t) for t in ds["time_control"].values)
+        if tc != tuned
+    ]
+    return rows
 
 
 def parameter_table(ds: xr.Dataset, run: str | None = None) -> pd.DataFrame:
