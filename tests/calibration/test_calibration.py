@@ -234,3 +234,85 @@ def test_step_spread_plays_each_seed_at_its_own_r_end_multiplier():
         scaled = dataclasses.replace(setting, block_text=scaled_r_end(setting.block_text, steps[i]))
         alone = simulate_tune(scaled, family, values, [seed], 3, SYNC)
         np.testing.assert_array_equal(spread[:, [i]], alone)
+
+
+def test_the_verification_time_control_is_the_tests_own_else_the_tunes():
+    from spsa_bench.calibration.simulate import verification_time_control
+
+    stc = dataclasses.replace(_test(wins=30, losses=20, draws=50), label="STC")
+    vvltc = dataclasses.replace(stc, label="VVLTC")
+    text = dataclasses.replace(stc, label=None, time_control="180+1.8")
+    silent = dataclasses.replace(stc, label="the verification", time_control=None)
+    assert verification_time_control(stc, "LTC") == "STC"
+    assert verification_time_control(vvltc, "LTC") == "VLTC"  # VVLTC plays VLTC's noise
+    assert verification_time_control(text, "STC") == "VLTC"
+    assert verification_time_control(silent, "LTC") == "LTC"
+    assert verification_time_control(None, "STC") == "STC"
+    setting = tune_setting(_record("2020-v", [stc]), (1000,), "LTC")
+    assert (setting.time_control, setting.verification_time_control) == ("LTC", "STC")
+
+
+def test_a_time_control_shift_moves_the_verified_gain_to_the_tests_time_control():
+    """Tuned at LTC, verified at STC: with a shift the gain is the Elo difference at STC's
+    optimum (not the tuned one), and differs from the tuned gain; verified at LTC, or with
+    spread 0, it is the tuned gain, loss(start) - loss(final), exactly."""
+    from spsa_bench.calibration.simulate import tuned_prior, verified_gain
+    from spsa_bench.model.instances import draw_instances, elo_at_time_control
+
+    shifted = PriorFamily(
+        {"inactive_fraction": 0.0, "time_control_shift": {"spread": 1.0, "tuned_at": "STC"}},
+        (FreeNumber("elo_at_stake.median", 1, 10),),
+    ).prior([4.0])
+    setting = tune_setting(
+        _record("2020-t", [dataclasses.replace(_test("fixed", elo=1.0, error=1.0), label="STC")]),
+        (1000,), "LTC",
+    )  # fmt: skip
+    block = parse_block(setting.block_text)
+    prior = tuned_prior(shifted, setting.time_control)
+    assert prior.tc_tuned_at == "LTC"
+    bowls = draw_instances(prior, block.start, block.min, block.max, block.c_end, 5, range(64))
+    start = np.tile(block.start, (64, 1))
+    final = start + block.c_end * np.random.default_rng(0).normal(size=start.shape)
+    final = np.clip(final, block.min, block.max)
+    tuned = bowls.elo_loss(start) - bowls.elo_loss(final)
+    at_stc = verified_gain(bowls, start, final, prior, setting)
+    expected = elo_at_time_control(bowls, final, "STC") - elo_at_time_control(bowls, start, "STC")
+    np.testing.assert_array_equal(at_stc, expected)
+    assert np.abs(at_stc - tuned).max() > 1e-3
+    same = dataclasses.replace(setting, verification_time_control="LTC")
+    np.testing.assert_array_equal(verified_gain(bowls, start, final, prior, same), tuned)
+    flat = dataclasses.replace(prior, tc_spread=0.0)
+    np.testing.assert_array_equal(verified_gain(bowls, start, final, flat, setting), tuned)
+
+
+def test_a_simulated_tune_commits_integers_where_the_record_did():
+    """Parameters whose record holds whole start and final values are committed rounded
+    (half to even), scaled decimals stay as exported; a record without a block (a
+    synthetic TUNE() block) commits integers everywhere."""
+    from spsa_bench.calibration.simulate import committed_integers, committed_values
+
+    block = parse_block("a,10,0,20,0.5,0.002\nb,1.5,0,3,0.1,0.002\nc,3,0,6,0.3,0.002")
+    params = (Parameter("a", 10.0, 11.0), Parameter("b", 1.5, 1.7), Parameter("c", 3.0, 3.0))
+    record = _record("2020-i", [_test("fixed", elo=1.0, error=1.0)], params=params, block=block)
+    assert committed_integers(record) == (True, False, True)
+    setting = tune_setting(record, (1000,), "LTC")
+    theta = np.array([[10.6, 1.63, 2.5], [9.4, 1.41, 3.5]])
+    np.testing.assert_array_equal(
+        committed_values(setting, theta), [[11.0, 1.63, 2.0], [9.0, 1.41, 4.0]]
+    )
+    synthetic = tune_setting(_record("2020-j", [_test("fixed", elo=1.0, error=1.0)]), (1,), "LTC")
+    assert synthetic.committed_integers is None
+    np.testing.assert_array_equal(committed_values(synthetic, theta), np.rint(theta))
+    # every parameter committed as an integer, c_end 0.4: each simulated move is a whole
+    # number of units, so the largest |move| is a multiple of 1 / 0.4 = 2.5 c_end
+    whole = parse_block("a,10,0,20,0.4,0.02\nb,5,0,10,0.4,0.02\nc,3,0,6,0.4,0.02")
+    kept = tuple(Parameter(n, s, s + 1) for n, s in zip("abc", (10.0, 5.0, 3.0), strict=True))
+    setting = tune_setting(
+        _record("2020-k", [_test("fixed", elo=1.0, error=1.0)], params=kept, block=whole),
+        (20000,), "LTC",
+    )  # fmt: skip
+    family = PriorFamily({"inactive_fraction": 0.0}, (FreeNumber("elo_at_stake.median", 1, 10),))
+    stats = simulate_tune(setting, family, np.array([[4.0]]), range(8), 5, SYNC)
+    units = stats[0, :, STATS.index("largest_abs_move")] * 0.4
+    np.testing.assert_allclose(units, np.rint(units), atol=1e-9)
+    assert units.max() >= 1

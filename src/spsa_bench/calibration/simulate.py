@@ -39,7 +39,7 @@ from spsa_bench.calibration.stats import STATS, chosen_test, observed_stats, sim
 from spsa_bench.config.param_block import parse_block, synthetic_tune
 from spsa_bench.corpus.records import TuneRecord, Verification
 from spsa_bench.model.bowl import TIME_CONTROLS, SeedBowls
-from spsa_bench.model.instances import draw_instances
+from spsa_bench.model.instances import TruthPrior, draw_instances, elo_at_time_control
 from spsa_bench.model.time_control import tc_limit
 
 #: Fishtest's SPSA defaults where a record does not say (A as a share of N).
@@ -76,6 +76,11 @@ class TuneSetting:
     se: float
     #: the verification test the statistic reads (:func:`~.stats.chosen_test`), or None
     verification: Verification | None = None
+    #: the time control that test played at (:func:`verification_time_control`)
+    verification_time_control: str | None = None
+    #: per block parameter: the record committed integers (start and final integral),
+    #: so a simulated tune commits its final theta rounded (:func:`committed_values`)
+    committed_integers: tuple[bool, ...] | None = None
 
 
 def nearest_time_control(text: str | None, default: str) -> str:
@@ -104,20 +109,34 @@ def tuned_time_control(record: TuneRecord, default: str) -> str:
         return nearest_time_control(record.tune.time_control, default)
     best = None  # (rank, noise model)
     for test in record.verification:
-        if test.time_control is not None:
-            base, increment = (float(x) for x in test.time_control.split("+"))
-            rank = 3.0 * base + 200.0 * increment
-            found = (rank, nearest_time_control(test.time_control, default))
-        else:
-            words = [w for w in (test.label or "").upper().split() if w in _LABEL_TIME_CONTROLS]
-            if not words:
-                continue
-            tc = words[0]
-            found = (tc_limit(_LABEL_TIME_CONTROLS[tc]) * (1 + _LABEL_ORDER.index(tc) / 10),
-                     _LABEL_TIME_CONTROLS[tc])  # fmt: skip
-        if best is None or found[0] > best[0]:
+        found = _test_time_control(test, default)
+        if found is not None and (best is None or found[0] > best[0]):
             best = found
     return default if best is None else best[1]
+
+
+def _test_time_control(test: Verification, default: str) -> tuple[float, str] | None:
+    """``(rank, noise model)`` of a verification test's time control: its ``base+increment``
+    (rank ``tc_limit``, noise model :func:`nearest_time_control`) or the first
+    STC/LTC/VLTC/VVLTC word of its label (VVLTC ranked above VLTC, playing VLTC's noise);
+    None when it says neither."""
+    if test.time_control is not None:
+        base, increment = (float(x) for x in test.time_control.split("+"))
+        return 3.0 * base + 200.0 * increment, nearest_time_control(test.time_control, default)
+    words = [w for w in (test.label or "").upper().split() if w in _LABEL_TIME_CONTROLS]
+    if not words:
+        return None
+    tc = words[0]
+    return (tc_limit(_LABEL_TIME_CONTROLS[tc]) * (1 + _LABEL_ORDER.index(tc) / 10),
+            _LABEL_TIME_CONTROLS[tc])  # fmt: skip
+
+
+def verification_time_control(test: Verification | None, tuned: str) -> str:
+    """The time control (STC, LTC or VLTC) the verification ``test`` played at: its own
+    (:func:`_test_time_control`), else the tune's ``tuned`` one (an inference: a test
+    that names no time control is taken to be at the tune's)."""
+    found = None if test is None else _test_time_control(test, tuned)
+    return tuned if found is None else found[1]
 
 
 def fishtest_games(games: float) -> int:
@@ -169,6 +188,7 @@ def tune_setting(
         text = synthetic_tune(max(len(record.parameters), 1))
     observed, se = observed_stats(record)
     chosen = chosen_test(record)
+    tuned = tuned_time_control(record, default_time_control)
     return TuneSetting(
         name=record.name,
         year=record.year,
@@ -178,14 +198,46 @@ def tune_setting(
         games=int(games),
         games_known=tune.games is not None,
         budgets=budgets,
-        time_control=tuned_time_control(record, default_time_control),
+        time_control=tuned,
         a_ratio=float(a_ratio),
         alpha=DEFAULT_ALPHA if tune.alpha is None else float(tune.alpha),
         gamma=DEFAULT_GAMMA if tune.gamma is None else float(tune.gamma),
         observed=observed,
         se=se,
         verification=None if chosen is None else chosen[0],
+        verification_time_control=verification_time_control(
+            None if chosen is None else chosen[0], tuned
+        ),
+        committed_integers=committed_integers(record),
     )
+
+
+def committed_integers(record: TuneRecord) -> tuple[bool, ...] | None:
+    """Per parameter of ``record``'s block, whether the commit holds integers: its start
+    and final values are whole numbers (None without a block: a synthetic ``TUNE()``
+    block, all integers). Stockfish's tuned variables are ``int``s, and a developer
+    commits the tuned values rounded; a few records hold scaled decimals instead."""
+    if record.block is None:
+        return None
+    final = {p.name: p.final for p in record.parameters}
+    return tuple(
+        float(start).is_integer() and float(final.get(name, start)).is_integer()
+        for name, start in zip(record.block.names, record.block.start, strict=True)
+    )
+
+
+def committed_values(setting: TuneSetting, theta: np.ndarray) -> np.ndarray:
+    """The values a simulated tune commits: the exported ``theta`` ``(row, param)``
+    rounded to the nearest integer (half to even) where the record committed integers
+    (:attr:`TuneSetting.committed_integers`; every parameter of a synthetic block), the
+    exported value elsewhere. The verification plays them and the moves are theirs, as
+    in the record, so a parameter with ``c_end`` below one unit moves by whole units."""
+    mask = (
+        np.ones(theta.shape[-1], dtype=bool)
+        if setting.committed_integers is None
+        else np.asarray(setting.committed_integers, dtype=bool)
+    )
+    return np.where(mask, np.rint(theta), theta)
 
 
 def tune_entropy(entropy: int, name: str) -> int:
@@ -328,8 +380,8 @@ def _simulate_at(
     bowls = stack_bowls(
         [
             draw_instances(
-                family.prior(v), block.start, block.min, block.max, block.c_end,
-                config.entropy, seeds,
+                tuned_prior(family.prior(v), setting.time_control), block.start, block.min,
+                block.max, block.c_end, config.entropy, seeds,
             )
             for v in values
         ]
@@ -341,9 +393,9 @@ def _simulate_at(
     problem = dataclasses.replace(setup.problem, bowl=bowls)
     setup = dataclasses.replace(setup, problem=problem)
     result = setup.replay(config.optimizer("spsa"))
-    final = result.theta[:, -1]
+    final = committed_values(setting, result.theta[:, -1])
     start = np.tile(block.start, (rows.size, 1))
-    gain = bowls.elo_loss(start) - bowls.elo_loss(final)
+    gain = verified_gain(bowls, start, final, family.prior(values[0]), setting)
     normal = np.array(
         [
             np.random.default_rng(
@@ -357,6 +409,26 @@ def _simulate_at(
         setting.has_block,
     )  # fmt: skip
     return out.reshape(n_draws, n_seeds, len(STATS)), gain.reshape(n_draws, n_seeds)
+
+
+def tuned_prior(prior: TruthPrior, time_control: str) -> TruthPrior:
+    """``prior`` with its ``time_control_shift`` tuned at the tune's ``time_control``
+    (the optimum the tune plays is the drawn one); unchanged without a shift."""
+    if prior.tc_spread == 0:
+        return prior
+    return dataclasses.replace(prior, tc_tuned_at=time_control)
+
+
+def verified_gain(bowls, start, final, prior: TruthPrior, setting: TuneSetting) -> np.ndarray:
+    """The true gain of each row's tune from ``start`` to ``final`` at the time control
+    its verification test played (:func:`verification_time_control`): with a
+    ``time_control_shift`` the optimum there is not the tuned one
+    (:func:`~spsa_bench.model.instances.elo_at_time_control`), so a tune can gain at its
+    own time control and lose at the test's; without one, ``loss(start) - loss(final)``."""
+    at = setting.verification_time_control or setting.time_control
+    if prior.tc_spread == 0 or at == setting.time_control:
+        return bowls.elo_loss(start) - bowls.elo_loss(final)
+    return elo_at_time_control(bowls, final, at) - elo_at_time_control(bowls, start, at)
 
 
 def selected_elo(gain: np.ndarray, test: Verification, keys: np.ndarray) -> np.ndarray:
@@ -375,6 +447,8 @@ def selected_elo(gain: np.ndarray, test: Verification, keys: np.ndarray) -> np.n
 __all__ = [
     "TuneSetting",
     "budget_levels",
+    "committed_integers",
+    "committed_values",
     "fishtest_games",
     "nearest_time_control",
     "selected_elo",
@@ -385,5 +459,8 @@ __all__ = [
     "tune_config",
     "tune_entropy",
     "tune_setting",
+    "tuned_prior",
     "tuned_time_control",
+    "verification_time_control",
+    "verified_gain",
 ]

@@ -19,8 +19,10 @@ Four statistics per tune, in the order of :data:`STATS`:
 * ``median_abs_move``, ``share_move_ge_1``, ``largest_abs_move``: the moves
   ``(final - start) / c_end`` of the block's parameters, their median absolute value,
   the share with ``|move| >= 1`` and the largest ``|move|``. **Observed** only for a
-  record with a block (its committed values); **simulated** from the exported theta
-  of the replay, ``(theta - start) / c_end``, in the same units.
+  record with a block (its committed values); **simulated** from the values the
+  simulated tune commits, the replay's exported theta rounded to integers where the
+  record committed integers (:func:`~spsa_bench.calibration.simulate.committed_values`),
+  ``(theta - start) / c_end``, in the same units.
 
 A statistic the record does not support is NaN.
 """

@@ -43,6 +43,7 @@ FREE_KEYS = (
     "plateau.fraction",
     "plateau.width",
     "inactive_fraction",
+    "time_control_shift.spread",
 )
 MAX_FREE = 4
 DEFAULTS = {
@@ -71,13 +72,17 @@ class CalibrationSection:
 
 
 def with_value(fixed: dict, key: str, value: float) -> dict:
-    """``fixed`` with the dotted ``key`` set to ``value``."""
+    """``fixed`` with the dotted ``key`` set to ``value``; a ``time_control_shift``
+    without ``tuned_at`` gets STC there, a placeholder: each simulated tune is tuned at
+    its own time control (:func:`spsa_bench.calibration.simulate.tuned_prior`)."""
     out = copy.deepcopy(fixed)
     head, _, tail = key.partition(".")
     if tail:
         out[head] = {**(out.get(head) or {}), tail: float(value)}
     else:
         out[head] = float(value)
+    if isinstance(out.get("time_control_shift"), dict):
+        out["time_control_shift"].setdefault("tuned_at", "STC")
     return out
 
 
