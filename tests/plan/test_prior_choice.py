@@ -31,3 +31,22 @@ def test_an_assumed_prior_option_selects_the_assumed_prior():
 def test_an_assumed_option_with_the_calibrated_prior_is_refused_naming_it():
     with pytest.raises(ConfigError, match=r"^--interaction: sets the assumed prior"):
         prior_of(_args("--prior", "calibrated", "--interaction", "0.5"))
+
+
+@pytest.mark.parametrize("kind", ["calibrated", "assumed"])
+def test_a_time_control_shift_is_added_to_either_prior_at_the_plans_time_control(kind):
+    import dataclasses
+
+    plain, _ = prior_of(_args("--prior", kind))
+    shifted, _ = prior_of(_args("--prior", kind, "--time-control-shift", "0.5",
+                                "--time-control", "LTC"))  # fmt: skip
+    assert plain.tc_spread == 0.0
+    assert shifted == dataclasses.replace(plain, tc_spread=0.5, tc_tuned_at="LTC")
+
+
+@pytest.mark.parametrize("value", ["-0.1", "nan", "abc", "101"])
+def test_a_bad_time_control_shift_is_refused_naming_the_flag(value, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        _args("--time-control-shift", value)
+    assert exit_info.value.code == 2
+    assert "--time-control-shift" in capsys.readouterr().err

@@ -283,6 +283,16 @@ def _add_prior_options(prior) -> None:
         help="assumed prior: 0, an axis-aligned bowl; up to 1: pairwise rotations up to 45 "
         f"degrees (default {instances.DEFAULT_INTERACTION:g})",
     )
+    prior.add_argument(
+        "--time-control-shift",
+        type=_number("--time-control-shift", 0.0, 100.0),
+        default=None,
+        metavar="SPREAD",
+        help="either prior: each active optimum moves SPREAD x N(0, 1) c_end per time-control "
+        "step (STC, LTC, VLTC) away from --time-control's; plan.md then gives P(gain > 0) "
+        "at the other time controls. An assumption: the corpus does not identify it "
+        "(docs/plan.md, 'Another time control'; default: none, one truth everywhere)",
+    )
 
 
 #: The planner's priors: the calibrated one (default) and the hand-set one.
@@ -312,7 +322,8 @@ def prior_of(args: argparse.Namespace):
             raise ConfigError(
                 f"{given[0]}: sets the assumed prior; drop it or give --prior assumed"
             )
-        return TruthPrior.from_mapping(calibrated_truth()), f"calibrated: {calibrated_statement()}"
+        prior = TruthPrior.from_mapping(calibrated_truth())
+        return _with_shift(prior, args), f"calibrated: {calibrated_statement()}"
     elo = args.elo_per_c_end or [
         instances.DEFAULT_ELO_PER_C_END["min"],
         instances.DEFAULT_ELO_PER_C_END["max"],
@@ -331,7 +342,20 @@ def prior_of(args: argparse.Namespace):
         inactive_fraction=value("inactive_fraction", instances.DEFAULT_INACTIVE_FRACTION),
         interaction=value("interaction", instances.DEFAULT_INTERACTION),
     )
-    return prior, "assumed: the hand-set prior of docs/plan.md, not fitted to any tune"
+    return _with_shift(prior, args), (
+        "assumed: the hand-set prior of docs/plan.md, not fitted to any tune"
+    )
+
+
+def _with_shift(prior, args: argparse.Namespace):
+    """``prior`` with ``--time-control-shift``'s spread, tuned at ``--time-control`` (the
+    prior unchanged without the flag)."""
+    import dataclasses
+
+    spread = getattr(args, "time_control_shift", None)
+    if spread is None:
+        return prior
+    return dataclasses.replace(prior, tc_spread=spread, tc_tuned_at=args.time_control)
 
 
 def _add_search_options(search) -> None:

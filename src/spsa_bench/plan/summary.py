@@ -243,6 +243,16 @@ _PRIOR_ROWS = (
         "assumption: 0, an axis-aligned bowl (1: rotations up to ±45°)",
         lambda p, d: p.interaction == d.interaction,
     ),
+    (
+        "optimum's shift per time-control step",
+        lambda p: (
+            "none (one truth at every time control)"
+            if p.tc_spread == 0
+            else f"{p.tc_spread:g} x N(0, 1) c_end from the {p.tc_tuned_at} optimum"
+        ),
+        "assumption: the corpus does not identify it (--time-control-shift)",
+        lambda p, d: p.tc_spread == d.tc_spread,
+    ),
 )
 
 
@@ -262,6 +272,8 @@ def _calibrated_prior_section(ds: xr.Dataset, source: str) -> list[str]:
         if isinstance(value, dict):
             value = ", ".join(f"{k} {v:.3g}" if isinstance(v, float) else f"{k} {v}"
                               for k, v in value.items())  # fmt: skip
+        if key == "time_control_shift":
+            value += " (given with --time-control-shift: an assumption, not fitted)"
         rows.append(f"| {key} | {value} |")
     return [
         "## The prior over the unknown truth (calibrated: a fit, not a fact)",
