@@ -184,34 +184,11 @@ class _Seeds:
         slots only when ``hessian``). ``identical``: every seed has the same schedule
         (:meth:`Schedule.identical_seeds`)."""
         n_seeds, n_workers = schedule.num_seeds, schedule.num_workers
-        flips = streams.flips(entropy, schedule.seeds, schedule.max_jobs, n_params, job_major=True)
-        hessian_flips = None
-        if hessian:  # the seed's own stream: the flips above are untouched
-            hessian_flips = streams.flips(
-                entropy,
-                schedule.seeds,
-                schedule.max_jobs,
-                n_params,
-                job_major=True,
-                purpose="hessian",
-            )
-        hessian_slots = n_workers + 1 if hessian else 0
-        # every seed's arrays from the schedule alone: once, and broadcast (read-only,
-        # no memory per seed) where every seed has the same schedule (the synchronous mode)
-        source = schedule.first_seed() if identical else schedule
-
-        def per_seed(values: np.ndarray) -> np.ndarray:
-            return np.broadcast_to(values, (n_seeds,) + values.shape[1:]) if identical else values
-
+        flips, hessian_flips = _flip_streams(schedule, entropy, n_params, hessian)
         longest_job = int(schedule.job_pairs.max(initial=0))
         # jobs common to every seed: a job's draws are one (pair, seed) block
         pieces = schedule.job_lead is not None  # BATCHED: jobs in pieces (may have holes)
         pair_major = (identical or n_seeds == 1) and not pieces
-        iter_local = source.iter_local(iteration_counter)
-        job_exists = source.job_mask()
-        continues = np.zeros((n_seeds, 0), dtype=bool)
-        if pieces:  # a piece whose hand-out is another job's
-            continues = job_exists & (schedule.job_lead != np.arange(schedule.max_jobs))
         return cls(
             origin=np.arange(n_seeds),
             flips_by_job=flips,  # job-major: each dispatch reads one contiguous block
@@ -223,33 +200,13 @@ class _Seeds:
                 longest_job=longest_job,
                 pair_major=pair_major,
             ),
-            iter_local=per_seed(iter_local),
             job_pairs=schedule.job_pairs,
             job_offset=schedule.job_offset,
             job_worker=schedule.job_worker,
-            job_slot=per_seed(np.where(job_exists, source.job_worker, n_workers)),
-            job_exists=per_seed(job_exists),
-            arrival_active=per_seed(source.arrival_mask()),
-            arrival_worker=per_seed(source.by_arrival(source.job_worker)),
-            arrival_pairs=per_seed(source.by_arrival(source.job_pairs).astype(np.float64)),
-            arrival_iter=per_seed(source.by_arrival(iter_local)),
-            arrival_staleness=per_seed(
-                source.by_arrival(source.staleness_pairs()).astype(np.float64)
-            ),
-            arrival_in_flight=per_seed(
-                source.by_arrival(source.job_offset - source.job_arrived_before).astype(np.float64)
-            ),
             n_jobs=schedule.n_jobs,
-            slot_c=np.zeros((n_seeds, n_workers + 1, n_params)),
-            slot_flip=np.zeros((n_seeds, n_workers + 1, n_params)),
-            slot_result=np.zeros((n_seeds, n_workers + 1)),
-            slot_realized=np.zeros((n_seeds, n_workers + 1, n_params if realized else 0)),
             hessian_flips_by_job=hessian_flips,
-            slot_hessian_result=np.zeros((n_seeds, hessian_slots)),
-            slot_hessian_pairs=np.zeros((n_seeds, hessian_slots), dtype=np.int64),
-            slot_hessian_flip=np.zeros((n_seeds, hessian_slots, n_params)),
-            job_continues=continues,
-            slot_thresholds=np.zeros((n_seeds, n_workers + 1 if pieces else 0, 4), np.uint32),
+            **_schedule_views(schedule, iteration_counter, identical, pieces),
+            **_empty_slots(n_seeds, n_workers, n_params, realized, hessian, pieces),
         )
 
     def _derive(self) -> None:
@@ -284,6 +241,76 @@ class _Seeds:
             self.hessian_flips_by_job = self.hessian_flips_by_job[:, rows]
         self.draws.keep(rows)
         self._derive()
+
+
+def _flip_streams(schedule: Schedule, entropy: int, n_params: int, hessian: bool) -> tuple:
+    """Every seed's job-major flips ``(job, seed, param)`` and, when ``hessian``, the
+    Hessian match's flips from the seed's own ``"hessian"`` stream (the flips are
+    untouched by it); else None."""
+    flips = streams.flips(entropy, schedule.seeds, schedule.max_jobs, n_params, job_major=True)
+    if not hessian:
+        return flips, None
+    hessian_flips = streams.flips(
+        entropy, schedule.seeds, schedule.max_jobs, n_params, job_major=True, purpose="hessian"
+    )
+    return flips, hessian_flips
+
+
+def _schedule_views(
+    schedule: Schedule, iteration_counter: str, identical: bool, pieces: bool
+) -> dict[str, np.ndarray]:
+    """The per-seed arrays of :class:`_Seeds` read from the schedule alone: the local
+    iteration per job, the slot and existence of each job, the arrival-order views and,
+    for a schedule of pieces, which jobs continue another's hand-out. Computed once and
+    broadcast (read-only, no memory per seed) where every seed has the same schedule
+    (``identical``: the synchronous mode)."""
+    n_seeds, n_workers = schedule.num_seeds, schedule.num_workers
+    source = schedule.first_seed() if identical else schedule
+
+    def per_seed(values: np.ndarray) -> np.ndarray:
+        return np.broadcast_to(values, (n_seeds,) + values.shape[1:]) if identical else values
+
+    iter_local = source.iter_local(iteration_counter)
+    job_exists = source.job_mask()
+    continues = np.zeros((n_seeds, 0), dtype=bool)
+    if pieces:  # a piece whose hand-out is another job's
+        continues = job_exists & (schedule.job_lead != np.arange(schedule.max_jobs))
+    return {
+        "iter_local": per_seed(iter_local),
+        "job_slot": per_seed(np.where(job_exists, source.job_worker, n_workers)),
+        "job_exists": per_seed(job_exists),
+        "arrival_active": per_seed(source.arrival_mask()),
+        "arrival_worker": per_seed(source.by_arrival(source.job_worker)),
+        "arrival_pairs": per_seed(source.by_arrival(source.job_pairs).astype(np.float64)),
+        "arrival_iter": per_seed(source.by_arrival(iter_local)),
+        "arrival_staleness": per_seed(
+            source.by_arrival(source.staleness_pairs()).astype(np.float64)
+        ),
+        "arrival_in_flight": per_seed(
+            source.by_arrival(source.job_offset - source.job_arrived_before).astype(np.float64)
+        ),
+        "job_continues": continues,
+    }
+
+
+def _empty_slots(
+    n_seeds: int, n_workers: int, n_params: int, realized: bool, hessian: bool, pieces: bool
+) -> dict[str, np.ndarray]:
+    """The worker slots of :class:`_Seeds`, zero: one per worker and a spare, with room
+    for the realized half-differences only when ``realized``, for the Hessian match only
+    when ``hessian`` and for held thresholds only for a schedule of ``pieces``."""
+    slots = n_workers + 1
+    hessian_slots = slots if hessian else 0
+    return {
+        "slot_c": np.zeros((n_seeds, slots, n_params)),
+        "slot_flip": np.zeros((n_seeds, slots, n_params)),
+        "slot_result": np.zeros((n_seeds, slots)),
+        "slot_realized": np.zeros((n_seeds, slots, n_params if realized else 0)),
+        "slot_hessian_result": np.zeros((n_seeds, hessian_slots)),
+        "slot_hessian_pairs": np.zeros((n_seeds, hessian_slots), dtype=np.int64),
+        "slot_hessian_flip": np.zeros((n_seeds, hessian_slots, n_params)),
+        "slot_thresholds": np.zeros((n_seeds, slots if pieces else 0, 4), np.uint32),
+    }
 
 
 class _Replay:
