@@ -351,20 +351,7 @@ class _Replay:
         self.n_events = schedule.arrival_job.shape[1]
         self.signal_scale = 1.0 if signal == "raw" else 1.0 / (2.0 * np.sqrt(n_params))
         identical = n_seeds > 1 and schedule.identical_seeds()
-        # spsa-2's Hessian match (module docstring): its share of each job, c~ / c, and
-        # the rounding of its engines from the seed's hessian stream (sub-key 1)
-        self.hessian_share = float(optimizer.hessian_share)
-        self.hessian = self.hessian_share > 0.0
-        self.hessian_shift = float(optimizer.hessian_shift)
-        self.hessian_rounding = None
-        if self.hessian:
-            keys = None
-            if self.rounding.keys is not None:  # stochastic or coupled rounding
-                keys = hessian_rounding_keys(entropy, schedule.seeds)
-            self.hessian_rounding = Rounding(
-                rounding, view.integer, entropy, schedule.seeds, keys=keys
-            )
-            self.hessian_in_flight: dict[int, tuple] = {}
+        self._init_hessian(entropy, rounding)
         self.pieces = schedule.job_lead is not None
         if self.pieces and self.hessian:
             raise ValueError(
@@ -380,21 +367,53 @@ class _Replay:
             identical=identical,
             hessian=self.hessian,
         )
+        self._init_dispatch()
+        self._init_outputs(checkpoints, identical)
+
+    def _init_hessian(self, entropy: int, rounding: str) -> None:
+        """spsa-2's Hessian match (module docstring): its share of each job, c~ / c, and
+        the rounding of its engines from the seed's hessian stream (sub-key 1)."""
+        optimizer, schedule = self.optimizer, self.schedule
+        self.hessian_share = float(optimizer.hessian_share)
+        self.hessian = self.hessian_share > 0.0
+        self.hessian_shift = float(optimizer.hessian_shift)
+        self.hessian_rounding = None
+        if self.hessian:
+            keys = None
+            if self.rounding.keys is not None:  # stochastic or coupled rounding
+                keys = hessian_rounding_keys(entropy, schedule.seeds)
+            self.hessian_rounding = Rounding(
+                rounding, self.view.integer, entropy, schedule.seeds, keys=keys
+            )
+            self.hessian_in_flight: dict[int, tuple] = {}
+
+    def _init_dispatch(self) -> None:
+        """How jobs are held in flight, the hand-outs per seed and, when every seed is at
+        the same iteration in every job, all the perturbations at once."""
+        schedule, seeds = self.schedule, self.seeds
         # Every seed doing the same thing at every step (the synchronous mode): jobs in
         # flight are kept as whole arrays per worker instead of in the slot arrays.
-        self.lockstep = bool(self.seeds.job_uniform.all() and self.seeds.event_uniform.all())
+        self.lockstep = bool(seeds.job_uniform.all() and seeds.event_uniform.all())
         self.lockstep &= not self.pieces  # pieces read their lead's slot
         # hand-outs per seed (the denominators of the equal and swapped shares)
         self.handouts = schedule.n_jobs
         if self.pieces:
-            self.handouts = (schedule.job_mask() & ~self.seeds.job_continues).sum(axis=1)
+            self.handouts = (schedule.job_mask() & ~seeds.job_continues).sum(axis=1)
         self.in_flight: dict[int, tuple] = {}
-        # every seed at the same iteration in every job: all the perturbations at once,
-        # one row a job broadcast to every seed (read-only)
+        # every seed at the same iteration in every job: one row a job broadcast to every
+        # seed (read-only)
         self.c_by_job = None
-        if self.seeds.iter_uniform.all():
-            rows = optimizer.perturbation(self.seeds.iter_local[0])
-            self.c_by_job = np.broadcast_to(rows[:, None, :], (rows.shape[0], n_seeds, n_params))
+        if seeds.iter_uniform.all():
+            rows = self.optimizer.perturbation(seeds.iter_local[0])
+            shape = (rows.shape[0], schedule.num_seeds, self.view.num_params)
+            self.c_by_job = np.broadcast_to(rows[:, None, :], shape)
+
+    def _init_outputs(self, checkpoints: int, identical: bool) -> None:
+        """The checkpoint grid and the events that record it, the optimizer's state, and
+        the empty outputs: checkpoints, outcome counts and the step norms the last-100
+        mean reads."""
+        optimizer, schedule = self.optimizer, self.schedule
+        n_seeds, n_params = schedule.num_seeds, self.view.num_params
         self.grid = pairs_grid(schedule.num_pairs, checkpoints)
         if identical:  # every seed records at the same events: find them once
             event_of = _checkpoint_events(schedule.first_seed(), self.grid)
