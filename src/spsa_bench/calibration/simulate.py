@@ -395,7 +395,7 @@ def _simulate_at(
     result = setup.replay(config.optimizer("spsa"))
     final = committed_values(setting, result.theta[:, -1])
     start = np.tile(block.start, (rows.size, 1))
-    gain = verified_gain(bowls, start, final, family.prior(values[0]), setting)
+    gain = verified_gain(bowls, start, final, setting)
     normal = np.array(
         [
             np.random.default_rng(
@@ -419,14 +419,14 @@ def tuned_prior(prior: TruthPrior, time_control: str) -> TruthPrior:
     return dataclasses.replace(prior, tc_tuned_at=time_control)
 
 
-def verified_gain(bowls, start, final, prior: TruthPrior, setting: TuneSetting) -> np.ndarray:
+def verified_gain(bowls, start, final, setting: TuneSetting) -> np.ndarray:
     """The true gain of each row's tune from ``start`` to ``final`` at the time control
-    its verification test played (:func:`verification_time_control`): with a
-    ``time_control_shift`` the optimum there is not the tuned one
+    its verification test played (:func:`verification_time_control`): where the
+    instances have a ``time_control_shift`` the optimum there is not the tuned one
     (:func:`~spsa_bench.model.instances.elo_at_time_control`), so a tune can gain at its
     own time control and lose at the test's; without one, ``loss(start) - loss(final)``."""
     at = setting.verification_time_control or setting.time_control
-    if prior.tc_spread == 0 or at == setting.time_control:
+    if bowls.tc_theta_peak is None or at == setting.time_control:
         return bowls.elo_loss(start) - bowls.elo_loss(final)
     return elo_at_time_control(bowls, final, at) - elo_at_time_control(bowls, start, at)
 
