@@ -58,3 +58,22 @@ runpy.run_path({str(REPO / "workflow" / "scripts" / f"{name}.py")!r}, init_globa
 def named(items=(), **attrs) -> dict:
     """A :func:`run_script` field of ``items`` with the named entries ``attrs``."""
     return {"__named__": True, "items": list(items), "named": attrs}
+
+
+def tiny_run_files(config, base: Path, cells, arms) -> list[Path]:
+    """Run files of ``arms`` in each ``"mode/scenario"`` of ``cells`` at seeds 0-3, written
+    uncompressed under ``base/runs/<cell>/<arm>/seeds-0-3.nc`` as the workflow lays them out."""
+    from spsa_bench.engine.simulate import simulate_run
+
+    paths = []
+    for cell in cells:
+        mode, scenario = cell.split("/")
+        for arm in arms:
+            path = base / "runs" / cell / arm / "seeds-0-3.nc"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            run = simulate_run(
+                config, optimizer=arm, batch_mode=mode, scenario=scenario, seeds=range(4)
+            )
+            run.write(path, compress=False)
+            paths.append(path)
+    return paths

@@ -19,7 +19,7 @@ from pathlib import Path
 import netCDF4
 import pytest
 import yaml
-from hostile_helpers import named, run_script, snapshot
+from hostile_helpers import named, run_script, snapshot, tiny_run_files
 
 from spsa_bench.analysis import relaxation, tables
 from spsa_bench.results.combine import open_benchmark
@@ -37,21 +37,10 @@ def benchmark():
     """``BASE/benchmark.nc``: the tiny configuration's cells :data:`CELLS` for the arms
     :data:`ARMS` (seeds 0-3), streamed with the configuration recorded."""
     from spsa_bench.config.loader import resolve
-    from spsa_bench.engine.simulate import simulate_run
     from spsa_bench.results.stream import stream_benchmark
 
     config = resolve(yaml.safe_load(TINY.read_text()))
-    paths = []
-    for cell in CELLS:
-        mode, scenario = cell.split("/")
-        for arm in ARMS:
-            path = BASE / "runs" / cell / arm / "seeds-0-3.nc"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            run = simulate_run(
-                config, optimizer=arm, batch_mode=mode, scenario=scenario, seeds=range(4)
-            )
-            run.write(path, compress=False)
-            paths.append(path)
+    paths = tiny_run_files(config, BASE, CELLS, ARMS)
     order = {
         "optimizer": list(ARMS),
         "batch_mode": list(config.batch_modes),

@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 import xarray as xr
 import yaml
-from hostile_helpers import named, run_script, snapshot
+from hostile_helpers import named, run_script, snapshot, tiny_run_files
 
 from spsa_bench.results.combine import open_benchmark, open_tuning
 from spsa_bench.results.reading import MAX_ATTRIBUTE_STORAGE, ReadError
@@ -49,22 +49,11 @@ def files():
 
     from spsa_bench.config.loader import resolve
     from spsa_bench.config.sections.tuning import parse
-    from spsa_bench.engine.simulate import simulate_run
     from spsa_bench.results.atomic import write_atomic
     from spsa_bench.studies.tuning import run_tuning
 
     config = resolve(yaml.safe_load(TINY.read_text()))
-    paths = []
-    for cell in CELLS:
-        mode, scenario = cell.split("/")
-        for arm in ARMS:
-            path = BASE / "runs" / cell / arm / "seeds-0-3.nc"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            run = simulate_run(
-                config, optimizer=arm, batch_mode=mode, scenario=scenario, seeds=range(4)
-            )
-            run.write(path, compress=False)
-            paths.append(path)
+    paths = tiny_run_files(config, BASE, CELLS, ARMS)
     stream_benchmark(
         paths, BASE / "benchmark.nc", order=order_of(config), config_json=config.to_json()
     )

@@ -102,14 +102,18 @@ def read_in_subprocess(path: Path) -> subprocess.CompletedProcess:
     )
 
 
+#: What is not a schedule file, each with the reason its one-line refusal gives.
+NOT_SCHEDULES = [
+    (fifo, NOT_REGULAR),
+    (directory, NOT_REGULAR),
+    (missing, "not a readable schedule file (No such file or directory)"),
+    (text, "not a readable schedule file ("),
+]
+
+
 @pytest.mark.parametrize(
     ("make", "reason"),
-    [
-        (fifo, NOT_REGULAR),
-        (directory, NOT_REGULAR),
-        (missing, "not a readable schedule file (No such file or directory)"),
-        (text, "not a readable schedule file ("),
-    ],
+    NOT_SCHEDULES,
 )
 def test_read_schedule_refuses_what_is_not_a_schedule_file_in_one_line(tmp_path, make, reason):
     path = make(tmp_path)
@@ -169,13 +173,7 @@ runpy.run_path({str(REPO / "workflow" / "scripts" / "simulate.py")!r}, init_glob
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("make", "reason"),
-    [
-        (fifo, NOT_REGULAR),
-        (directory, NOT_REGULAR),
-        (missing, "not a readable schedule file (No such file or directory)"),
-        (text, "not a readable schedule file ("),
-        (oversized, "its attributes take"),
-    ],
+    [*NOT_SCHEDULES, (oversized, "its attributes take")],
 )
 def test_the_simulate_job_refuses_a_bad_schedule_file_in_one_line(tmp_path, make, reason):
     path = make(tmp_path)

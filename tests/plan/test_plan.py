@@ -286,7 +286,10 @@ def test_a_time_control_shift_gives_the_gain_at_every_time_control():
     for tc in ("STC", "VLTC"):
         share = stats.wilson_interval(by_tc.sel(time_control=tc).values > 0, 0.95)
         assert f"| P(gain > 0) at {tc} (the optimum moved" in text
-        assert f"{share[0]:.1%} [{share[1]:.1%}, {share[2]:.1%}]" in text.split(f"at {tc} (the optimum moved")[1].split("\n")[0]
+        assert (
+            f"{share[0]:.1%} [{share[1]:.1%}, {share[2]:.1%}]"
+            in text.split(f"at {tc} (the optimum moved")[1].split("\n")[0]
+        )
     assert "at LTC (the optimum moved" not in text
     flat = plan_markdown(run_plan(small_spec()))
     assert "no `time_control_shift`: one truth at every time control" in flat
