@@ -236,6 +236,61 @@ def test_step_spread_plays_each_seed_at_its_own_r_end_multiplier():
         np.testing.assert_array_equal(spread[:, [i]], alone)
 
 
+def test_param_step_spread_draws_one_keyed_log_normal_factor_per_seed_and_parameter():
+    """Each seed's row is its own stream (seed 6 alone equals its row among [5, 6]); the
+    log-factors have mean 0 and sd ``spread`` within their standard errors."""
+    from spsa_bench.calibration.simulate import param_multipliers
+
+    np.testing.assert_array_equal(param_multipliers(3, [0, 1], 4, 0.0), np.ones((2, 4)))
+    both = param_multipliers(11, [5, 6], 4, 0.5)
+    np.testing.assert_array_equal(param_multipliers(11, [6], 4, 0.5), both[1:])
+    assert not np.array_equal(both[0], both[1])
+    logs = np.log(param_multipliers(11, range(400), 50, 0.5)).ravel()  # 20,000 factors
+    se_mean, se_sd = 0.5 / math.sqrt(logs.size), 0.5 / math.sqrt(2 * (logs.size - 1))
+    assert abs(logs.mean()) < 4 * se_mean
+    assert abs(logs.std(ddof=1) - 0.5) < 4 * se_sd
+
+
+def test_param_step_spread_plays_each_c_end_times_its_factor_and_measures_in_recorded_c_end():
+    """Seed slot i with a per-parameter spread is the replay of the block whose every
+    c_end is times its factor, on the landscape of the recorded block; on a flat
+    landscape (every parameter inactive) SPSA's moves are the match noise times
+    ``r_k c_k``, so doubling every c_end doubles the median move in recorded units."""
+    from spsa_bench.calibration.simulate import (
+        _simulate_at,
+        param_multipliers,
+        scaled_r_end,
+        tune_entropy,
+    )
+
+    family = PriorFamily({"inactive_fraction": 0.0}, (FreeNumber("elo_at_stake.median", 1, 10),))
+    values = np.array([[4.0]])
+    setting = tune_setting(_record("2020-s", [_test("fixed", elo=0.0, error=1.0)]), (1,), "LTC")
+    n = len(parse_block(setting.block_text))
+    factors = param_multipliers(tune_entropy(3, "2020-s"), [5, 6], n, 0.5)
+    block = parse_block(scaled_r_end(setting.block_text, 1.0, factors[0]))
+    np.testing.assert_allclose(block.c_end, parse_block(setting.block_text).c_end * factors[0])
+    spread = simulate_tune(setting, family, values, [5, 6], 3, SYNC, param_step_spread=0.5)
+    for i, seed in enumerate((5, 6)):
+        alone, _ = _simulate_at(setting, family, values, [seed], 3, SYNC, 20000, 1.0, factors[i])
+        np.testing.assert_array_equal(spread[:, [i]], alone)
+    assert not np.array_equal(spread, simulate_tune(setting, family, values, [5, 6], 3, SYNC))
+    # decimals (committed as exported, no rounding), far from their bounds
+    block = parse_block("a,100.5,0,200,2,0.002\nb,50.5,0,100,2,0.002\nc,80.5,0,160,2,0.002")
+    params = tuple(
+        Parameter(x, v, v + 1.0) for x, v in zip("abc", (100.5, 50.5, 80.5), strict=True)
+    )
+    decimal = tune_setting(
+        _record("2020-f", [_test("fixed", elo=0.0, error=1.0)], params=params, block=block),
+        (20000,), "LTC",
+    )  # fmt: skip
+    flat = PriorFamily({"inactive_fraction": 1.0}, (FreeNumber("elo_at_stake.median", 1, 10),))
+    seeds = list(range(40))
+    once = _simulate_at(decimal, flat, values, seeds, 3, SYNC, 20000)[0][0, :, 1]
+    twice = _simulate_at(decimal, flat, values, seeds, 3, SYNC, 20000, 1.0, np.full(3, 2.0))
+    np.testing.assert_allclose(twice[0][0, :, 1], 2.0 * once, rtol=1e-9)
+
+
 def test_the_verification_time_control_is_the_tests_own_else_the_tunes():
     from spsa_bench.calibration.simulate import verification_time_control
 

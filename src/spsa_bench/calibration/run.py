@@ -65,6 +65,7 @@ def calibrate(
     default_games: int | str,
     default_time_control: str,
     step_spread: float = 0.0,
+    param_step_spread: float = 0.0,
     progress: Callable[[str], None] | None = None,
 ) -> Calibration:
     """The calibration of ``records`` (module docstring)."""
@@ -81,8 +82,9 @@ def calibrate(
         if progress is not None:
             progress(f"fit: {settings[i].name} ({settings[i].games:,} games, {draws} draws)")
         simulated[i] = simulate_tune(
-            settings[i], family, values, seeds, entropy, batch_mode, step_spread
-        )
+            settings[i], family, values, seeds, entropy, batch_mode, step_spread,
+            param_step_spread,
+        )  # fmt: skip
     log_params = np.log([s.params for s in settings])
     observed = np.stack([s.observed for s in settings])
     obs_summary = fit.summaries(observed[fit_set], log_params[fit_set])
@@ -101,7 +103,9 @@ def calibrate(
         else:
             if progress is not None:
                 progress(f"predict: {setting.name} ({setting.games:,} games)")
-            rows = simulate_tune(setting, family, kept, seeds, entropy, batch_mode, step_spread)
+            rows = simulate_tune(
+                setting, family, kept, seeds, entropy, batch_mode, step_spread, param_step_spread
+            )
         samples[i] = rows.reshape(-1, len(STATS))
     return Calibration(
         settings=settings,

@@ -49,6 +49,8 @@ VERIFY_KEY = 0x5E
 SPRT_KEY = 1
 #: The spawn key of the step multipliers (:func:`step_multipliers`).
 STEP_KEY = 0x57E9
+#: The spawn key of the per-parameter c_end multipliers (:func:`param_multipliers`).
+PARAM_STEP_KEY = 0xC0E5
 #: A simulated SPRT plays true gains clipped to this many Elo (the tilt of a test's
 #: pentanomial cannot reach a score its counts never saw, near 190 Elo): far beyond any
 #: test's bounds, so the outcome is the same.
@@ -313,21 +315,30 @@ def simulate_tune(
     entropy: int,
     batch_mode: dict,
     step_spread: float = 0.0,
+    param_step_spread: float = 0.0,
 ) -> np.ndarray:
     """The statistics of ``setting`` simulated at every prior draw ``values`` ``(draw,
     free)`` and seed, ``(draw, seed, stat)``: seed slot ``i`` plays
     ``budgets[i mod len(budgets)]`` games with every ``r_end`` times its step multiplier
-    (:func:`step_multipliers`), one replay per distinct pair (module docstring)."""
+    (:func:`step_multipliers`) and, with ``param_step_spread``, each parameter's
+    ``c_end`` times its own multiplier (:func:`param_multipliers`); one replay per
+    distinct setting (module docstring)."""
     seeds = [int(s) for s in seeds]
     out = np.full((values.shape[0], len(seeds), len(STATS)), np.nan)
     gain = np.full((values.shape[0], len(seeds)), np.nan)
     budget = [setting.budgets[i % len(setting.budgets)] for i in range(len(seeds))]
-    step = step_multipliers(tune_entropy(entropy, setting.name), seeds, step_spread)
-    for games, multiplier in sorted(set(zip(budget, step, strict=True))):
-        chosen = [i for i in range(len(seeds)) if (budget[i], step[i]) == (games, multiplier)]
+    tune_key = tune_entropy(entropy, setting.name)
+    step = step_multipliers(tune_key, seeds, step_spread)
+    n_params = len(parse_block(setting.block_text))
+    c_steps = param_multipliers(tune_key, seeds, n_params, param_step_spread)
+    # with per-parameter multipliers every seed slot is its own setting
+    own = [i if param_step_spread > 0 else -1 for i in range(len(seeds))]
+    for games, multiplier, slot in sorted(set(zip(budget, step, own, strict=True))):
+        key = (games, multiplier, slot)
+        chosen = [i for i in range(len(seeds)) if (budget[i], step[i], own[i]) == key]
         out[:, chosen], gain[:, chosen] = _simulate_at(
             setting, family, values, [seeds[i] for i in chosen], entropy, batch_mode, games,
-            multiplier,
+            multiplier, c_steps[chosen[0]],
         )  # fmt: skip
     test = setting.verification
     if test is not None and test.test == "sprt" and np.isfinite(setting.se):
@@ -353,25 +364,56 @@ def step_multipliers(entropy: int, seeds: Sequence[int], spread: float) -> list[
     ]  # fmt: skip
 
 
-def scaled_r_end(text: str, multiplier: float) -> str:
-    """The block ``text`` with every ``r_end`` times ``multiplier``."""
-    if multiplier == 1.0:
+def param_multipliers(
+    entropy: int, seeds: Sequence[int], n_params: int, spread: float
+) -> np.ndarray:
+    """One multiplier of each parameter's ``c_end`` per seed, ``(seed, param)``:
+    ``exp(spread Z_(s,i))`` with ``Z_(s, .) ~ N(0, I)`` from ``SeedSequence(entropy,
+    spawn_key=(PARAM_STEP_KEY, s))`` (all 1.0 when ``spread`` is 0). A record's
+    ``c_end`` is mostly ``TUNE()``'s default ``(max - min) / 20`` per parameter, while
+    an author sets each range by hand (and may edit a ``c_end`` on Fishtest unrecorded),
+    so the ``c_end`` a tune really played may differ from the recorded one parameter by
+    parameter. Fishtest's step moves a parameter by ``r_k c_k`` times the report's
+    result, so a parameter played at ``m c_end`` moves ``m`` times as far in units of
+    the recorded ``c_end`` (the unit of every move statistic), while the landscape stays
+    in recorded units. An assumption with its value (docs/calibration.md), like
+    :func:`step_multipliers`."""
+    if spread == 0:
+        return np.ones((len(seeds), n_params))
+    return np.stack([
+        np.exp(spread * np.random.default_rng(
+            np.random.SeedSequence(entropy, spawn_key=(PARAM_STEP_KEY, int(s)))
+        ).standard_normal(n_params))
+        for s in seeds
+    ]) if len(seeds) else np.ones((0, n_params))  # fmt: skip
+
+
+def scaled_r_end(text: str, multiplier: float, c_multipliers: np.ndarray | None = None) -> str:
+    """The block ``text`` with every ``r_end`` times ``multiplier`` and, given, each
+    parameter's ``c_end`` times its ``c_multipliers`` entry."""
+    scale_c = c_multipliers is not None and not np.all(c_multipliers == 1.0)
+    if multiplier == 1.0 and not scale_c:
         return text
     block = parse_block(text)
-    return dataclasses.replace(block, r_end=block.r_end * multiplier).to_text()
+    block = dataclasses.replace(block, r_end=block.r_end * multiplier)
+    if scale_c:
+        block = dataclasses.replace(block, c_end=block.c_end * np.asarray(c_multipliers))
+    return block.to_text()
 
 
 def _simulate_at(
-    setting, family, values, seeds, entropy, batch_mode, games, multiplier=1.0
+    setting, family, values, seeds, entropy, batch_mode, games, multiplier=1.0, c_steps=None
 ) -> tuple[np.ndarray, np.ndarray]:
     """:func:`simulate_tune` at one budget in one replay: the statistics ``(draw, seed,
     stat)`` (the verification Elo as a fixed-games test) and the true gains ``(draw,
-    seed)``."""
+    seed)``. The tune plays each ``c_end`` times its ``c_steps`` entry; the landscape and the
+    moves are in the record's own ``c_end``."""
     from spsa_bench.engine.simulate import prepare
 
     n_draws, n_seeds = values.shape[0], len(seeds)
+    played = scaled_r_end(setting.block_text, multiplier, c_steps)
     config = tune_config(
-        dataclasses.replace(setting, block_text=scaled_r_end(setting.block_text, multiplier)),
+        dataclasses.replace(setting, block_text=played),
         entropy,
         batch_mode,
         games,

@@ -50,6 +50,7 @@ def run_calibration(
         default_games=section.default_games,
         default_time_control=section.default_time_control,
         step_spread=section.step_spread,
+        param_step_spread=section.param_step_spread,
         progress=progress,
     )
     ds = calibration_dataset(config, section, family, result, seeds, digest)
@@ -67,6 +68,7 @@ def run_calibration(
             "default_games": section.default_games,
             "default_time_control": section.default_time_control,
             "step_spread": section.step_spread,
+            "param_step_spread": section.param_step_spread,
         },
     )
     ds.attrs["calibrated_truth"] = json.dumps(record, sort_keys=True)
@@ -207,6 +209,7 @@ def _calibration_attrs(section, result, seeds, digest: str) -> dict:
         "default_games": section.default_games,
         "default_time_control": section.default_time_control,
         "step_spread": section.step_spread,
+        "param_step_spread": section.param_step_spread,
         "fixed_truth": json.dumps(section.fixed, sort_keys=True),
         "free_ranges": json.dumps([list(f) for f in section.free]),
         "assumption": (
@@ -217,7 +220,7 @@ def _calibration_attrs(section, result, seeds, digest: str) -> dict:
             "(quantiles) or the section's number, an unknown time control the longest of "
             "the record's verification tests, else the section's default; unknown A, alpha "
             "and gamma Fishtest's defaults; the moves rest on blocks mostly inferred from "
-            "TUNE()'s defaults (step_spread lets their r_end vary); not a measurement of "
+            "TUNE()'s defaults (step_spread lets their r_end vary, param_step_spread each c_end); not a measurement of "
             "reality beyond that corpus"
         ),
     }

@@ -10,6 +10,7 @@ docs/calibration.md)::
       default_games: corpus        # a tune whose budget is unknown: corpus or a number
       default_time_control: LTC    # a tune whose time control is unknown
       step_spread: 0               # log-sd of a per-instance factor on every r_end
+      param_step_spread: 0         # log-sd of a per-instance, per-parameter factor on c_end
       fixed: {inactive_fraction: 0.25, plateau: {width: 1}}   # a truth mapping
       free:                        # 1 to 4 dotted truth keys: range, log-uniform or not
         elo_at_stake.median: {low: 0.5, high: 20, log: true}
@@ -53,6 +54,7 @@ DEFAULTS = {
     "default_games": "corpus",
     "default_time_control": "LTC",
     "step_spread": 0.0,
+    "param_step_spread": 0.0,
     "fixed": {},
 }
 
@@ -67,6 +69,7 @@ class CalibrationSection:
     default_games: int | str  # a number of games, or "corpus"
     default_time_control: str
     step_spread: float
+    param_step_spread: float
     fixed: dict
     free: tuple[tuple[str, float, float, bool], ...]  # (key, low, high, log)
 
@@ -140,6 +143,7 @@ def parse(config: Config) -> CalibrationSection | None:
         default_games=games,
         default_time_control=raw["default_time_control"],
         step_spread=float(raw["step_spread"]),
+        param_step_spread=float(raw["param_step_spread"]),
         fixed=fixed,
         free=tuple(free),
     )

@@ -290,6 +290,12 @@ CALIBRATION = _object(
             minimum=0,
             maximum=2,
         ),
+        "param_step_spread": _num(
+            "log-sd of a per-instance, per-parameter log-normal factor on every c_end a "
+            "simulated tune plays (moves stay in the recorded c_end; default 0, off)",
+            minimum=0,
+            maximum=2,
+        ),
         "fixed": {"type": "object", "description": "the fixed part of the truth mapping"},
         "free": {
             "type": "object",
