@@ -47,9 +47,30 @@ def simulate_runtime(bench: Config, wildcards) -> int:
     return 2 + seed_pairs(bench, wildcards) // 20_000_000
 
 
+def tuning_share(bench: Config) -> int:
+    """The most tuning seeds one sweep job replays beside its chunk's: the tuning seeds
+    shared out over the seed chunks (spsa_bench.workflow.chunk_tuning_seeds), 0
+    without a ``tuning`` section."""
+    tuning = bench.resolved.get("tuning")
+    if tuning is None:
+        return 0
+    chunks = -(-bench.seeds_count // bench.seeds_per_job)
+    return -(-int(tuning["seeds"]["count"]) // chunks)
+
+
+def sweep_seed_pairs(bench: Config, wildcards) -> int:
+    """A sweep job's seed x pairs: its chunk's seeds and its share of the tuning seeds."""
+    return (chunk_seeds(wildcards) + tuning_share(bench)) * bench.num_pairs
+
+
+def sweep_mem_mb(bench: Config, wildcards) -> int:
+    """A sweep's job: :func:`simulate_mem_mb` of its rows, the tuning seeds included."""
+    return fitted(145 + sweep_seed_pairs(bench, wildcards) * 23 // 1_000_000)
+
+
 def sweep_runtime(bench: Config, wildcards, arms: int) -> int:
     """A sweep's job: one simulate per arm after one start-up."""
-    return 2 + arms * seed_pairs(bench, wildcards) // 20_000_000
+    return 2 + arms * sweep_seed_pairs(bench, wildcards) // 20_000_000
 
 
 def schedule_mem_mb(bench: Config, wildcards) -> int:
@@ -144,16 +165,14 @@ def validation_runtime(bench: Config, validated: int) -> int:
 
 
 def tuning_runs_mem_mb(bench: Config) -> int:
-    """One simulation of the tuning seeds at a time: 82-150 MB measured at 20 seeds."""
-    seeds = bench.resolved["tuning"]["seeds"]["count"]
-    return fitted(90 + seeds * bench.num_pairs * 40 / 1e6)
+    """Gathers the sweep jobs' tuning losses (a few numbers a job) into one small
+    dataset: the interpreter and xarray, about 150 MB."""
+    return fitted(150)
 
 
 def tuning_runs_runtime(bench: Config) -> int:
-    """Every swept arm x scenario x batch mode on the tuning seeds, 3 us per seed x pair."""
-    swept = sum(1 for arm in bench.optimizers.values() if arm.sweep is not None)
-    runs = swept * len(bench.scenarios) * len(bench.batch_modes)
-    return 2 + runs * bench.resolved["tuning"]["seeds"]["count"] * bench.num_pairs // 20_000_000
+    """Reads one small JSON file per sweep job: seconds."""
+    return 5
 
 
 def study_mem_mb(bench: Config, study) -> int:

@@ -170,6 +170,29 @@ def tuning_trigger(config: Config) -> dict:
     return {**without_studies(config.resolved), "tuning": config.resolved["tuning"]}
 
 
+def chunk_tuning_seeds(config: Config, first: int, last: int) -> list[int]:
+    """The tuning seeds the sweep jobs of seed chunk ``first .. last`` replay beside
+    their own (docs/benchmark.md, "Tuning protocol"): the configuration's tuning seeds
+    shared out over its seed chunks in order, the k-th of ``n`` chunks taking
+    ``seeds[k * T // n : (k + 1) * T // n]`` of the ``T`` (none without a ``tuning``
+    section, or for a range that is not one of the chunks)."""
+    from spsa_bench.config.sections.tuning import parse
+
+    settings = parse(config) if config.resolved.get("tuning") is not None else None
+    chunks = config_chunks(config)
+    if settings is None or (int(first), int(last)) not in chunks:
+        return []
+    k, seeds = chunks.index((int(first), int(last))), list(settings.seeds)
+    return seeds[k * len(seeds) // len(chunks) : (k + 1) * len(seeds) // len(chunks)]
+
+
+def tuning_part_path(batch_mode: str, scenario: str, sweep: str, chunk: Sequence[int]) -> str:
+    """The final Elo losses at the tuning seeds that one sweep job writes (rule
+    tuning_runs gathers them into ``results/fishtest/tuning.nc``)."""
+    a, b = chunk
+    return f"results/fishtest/tuning/{batch_mode}/{scenario}/{sweep}/seeds-{a}-{b}.json"
+
+
 def sweeps(config: Config) -> dict[str, list[list]]:
     """``{configured arm: [[expanded arm, {hyperparameter: value}], ...]}`` of the
     configuration's hyperparameter sweeps (empty when nothing is swept; the record

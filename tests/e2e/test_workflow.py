@@ -378,6 +378,16 @@ def test_the_tuned_rule_chooses_on_tuning_seeds_and_reports_on_the_test_seeds(en
     with xr.open_dataset(run) as ds:
         np.testing.assert_array_equal(ds["theta"].values, alone["theta"].values)
         np.testing.assert_array_equal(ds["elo_loss"].values, alone["elo_loss"].values)
+    # the tuning seeds ran inside the sweep jobs: the same losses as spsa-bench tune's
+    from spsa_bench.config.sections.tuning import parse
+    from spsa_bench.studies.tuning import run_tuning
+
+    reference = run_tuning(bench, parse(bench))
+    with open_labelled(tmp_path / "results" / "fishtest" / "tuning.nc") as gathered:
+        np.testing.assert_array_equal(
+            gathered["final_elo_loss"].values, reference["final_elo_loss"].values
+        )
+        assert list(gathered["arm"].values) == list(reference["arm"].values)
     tuned = pd.read_csv(tmp_path / "results" / "tables" / "tuned.csv")
     assert set(tuned["sweep"]) == {"adam"} and set(tuned["tuning"]) == {"oracle", "robust"}
     assert set(tuned["setting"]) <= {"lr=0.02", "lr=0.08"}

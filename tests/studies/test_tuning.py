@@ -241,3 +241,104 @@ def test_a_seed_without_a_finite_loss_is_refused_not_dropped(tuning_run):
             ValueError, match=f"{row.arm} on {row.scenario} / {row.batch_mode}.* at seed {seed} "
         ):
             tuned_table(choice, broken, "adam-block")
+
+
+def sweep_job_parts(raw: dict) -> list[tuple[str, dict]]:
+    """What the workflow's sweep jobs write: for every batch mode, scenario and seed
+    chunk, each swept arm replayed from its own cell configuration (as
+    workflow/scripts/simulate.py does) on the chunk's seeds plus its share of the
+    tuning seeds, the share's final losses as a tuning part."""
+    from spsa_bench import workflow as grid
+    from spsa_bench.engine.simulate import held_out, simulate_run_held_out
+    from spsa_bench.studies.tuning import tuning_part
+
+    config = resolve(raw)
+    swept = [name for name, arm in config.optimizers.items() if arm.sweep is not None]
+    parts = []
+    for mode in config.batch_modes:
+        for scenario in config.scenarios:
+            for a, b in grid.config_chunks(config):
+                extra = grid.chunk_tuning_seeds(config, a, b)
+                cells = {
+                    arm: resolve(grid.with_seeds(grid.cell_settings(config, arm, mode, scenario), a, b))
+                    for arm in swept
+                }  # fmt: skip
+                shared = cells[swept[0]]
+                schedules = held_out(shared, shared.batch_mode(mode), range(a, b + 1), extra)
+                losses = {
+                    arm: simulate_run_held_out(
+                        cell, optimizer=arm, batch_mode=mode, scenario=scenario,
+                        schedules=schedules,
+                    )[1]
+                    for arm, cell in cells.items()
+                }  # fmt: skip
+                parts.append(
+                    (f"{mode}/{scenario}/{a}-{b}", tuning_part(mode, scenario, extra, losses))
+                )
+    return parts
+
+
+def test_the_sweep_jobs_tuning_losses_equal_run_tuning(tuning_run):
+    """The workflow's path (the tuning seeds as extra rows of the sweep jobs' replays,
+    shared out over two seed chunks, gathered) gives run_tuning's dataset bit for bit."""
+    from spsa_bench import workflow as grid
+    from spsa_bench.studies.tuning import gather_tuning
+
+    config, settings, reference = tuning_run
+    raw = raw_config()
+    raw["seeds"] = {"first": 0, "count": 4, "per_job": 2}
+    chunked = resolve(raw)
+    assert grid.chunk_tuning_seeds(chunked, 0, 1) == [1000, 1001]
+    assert grid.chunk_tuning_seeds(chunked, 2, 3) == [1002, 1003]
+    assert grid.chunk_tuning_seeds(chunked, 0, 3) == []  # not one of the chunks
+    parts = sweep_job_parts(raw)
+    gathered = gather_tuning(config, settings, parts)
+    np.testing.assert_array_equal(
+        gathered["final_elo_loss"].values, reference["final_elo_loss"].values
+    )
+    stamps = ("created", "history")  # when it was made differs
+    gathered, reference = (
+        ds.copy().assign_attrs({k: "" for k in stamps}) for ds in (gathered, reference)
+    )
+    xr.testing.assert_identical(gathered, reference)  # coordinates and attributes too
+
+
+def test_one_chunk_replays_every_tuning_seed_and_none_without_a_section():
+    from spsa_bench import workflow as grid
+
+    config = resolve(raw_config())
+    assert grid.chunk_tuning_seeds(config, 0, 3) == [1000, 1001, 1002, 1003]
+    raw = raw_config()
+    del raw["tuning"]
+    assert grid.chunk_tuning_seeds(resolve(raw), 0, 3) == []
+
+
+def part(mode="sync", scenario="mixed", seeds=(1000, 1001), arms=(LOW, HIGH)):
+    from spsa_bench.studies.tuning import tuning_part
+
+    return tuning_part(mode, scenario, seeds, {arm: [1.0] * len(seeds) for arm in arms})
+
+
+@pytest.mark.parametrize(
+    "parts, message",
+    [
+        (
+            [("f.json", part(seeds=(1000, 1001, 1002, 1003)))],
+            r"no tuning run of .* \(\d+ missing\)",
+        ),
+        (
+            [("f.json", part(arms=("nope",)))],
+            r"f.json: not a tuning run of this configuration \('nope'\)",
+        ),
+        ([("f.json", part(scenario="nope"))], r"f.json: not a tuning run"),
+        ([("f.json", part(seeds=(7,)))], r"f.json: not a tuning run .*\(7\)"),
+        ([("a.json", part()), ("b.json", part())], r"b.json: .* a tuning seed a second time"),
+        ([("f.json", part(seeds=(1000, 1000)))], r"f.json: a tuning seed is listed twice"),
+    ],
+)
+def test_gather_refuses_a_missing_or_foreign_part_naming_it(parts, message):
+    from spsa_bench.studies.tuning import gather_tuning
+
+    config = resolve(raw_config())
+    with pytest.raises(ValueError, match=message):
+        gather_tuning(config, tuning_settings(config), parts)

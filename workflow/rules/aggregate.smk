@@ -65,19 +65,22 @@ rule tables:
 
 
 # The tuning protocol (docs/benchmark.md, "Tuning protocol"): each sweep's setting
-# chosen on the held-out tuning seeds (rule tuning_runs, which needs no benchmark
-# seed and so runs beside the simulations), reported on the benchmark's seeds (rule
-# tuned). Runs only when the configuration has a tuning section (and a swept arm).
+# chosen on the held-out tuning seeds, reported on the benchmark's seeds (rule
+# tuned). The tuning seeds are replayed inside the sweep jobs (simulate.smk, extra
+# rows of their replays); rule tuning_runs only gathers their losses into
+# results/fishtest/tuning.nc, the dataset `spsa-bench tune` computes in one process.
+# Runs only when the configuration has a tuning section (and a swept arm).
 
 
 rule tuning_runs:
+    input:
+        parts=get_tuning_parts,
     output:
         nc="results/fishtest/tuning.nc",
     log:
         "results/logs/tuning_runs.log",
     benchmark:
         "results/benchmarks/tuning_runs.tsv"
-    priority: 10
     conda:
         ENV
     threads: 1
@@ -86,6 +89,9 @@ rule tuning_runs:
         runtime=per_job(res.tuning_runs_runtime),
     params:
         settings=get_tuning_settings(),
+    # the console line instead of every input path
+    message:
+        "tuning_runs: the sweep jobs' tuning losses into {output.nc} (log: {log})"
     script:
         "../scripts/tuning_runs.py"
 

@@ -171,9 +171,9 @@ def get_schedule(wildcards):
     return []
 
 
-# Priorities: tuning_runs (10, one long job) starts first, the simulations (0) share
-# the other cores; validate_optimizers and the studies (-10), which need no run file,
-# fill the cores `combine` (waiting for every run) leaves idle; a cluster submits all.
+# Priorities: the simulations (0) first; validate_optimizers and the studies (-10),
+# which need no run file, fill the cores `combine` (waiting for every run) leaves idle;
+# a cluster submits all.
 
 # Resources (threads: 1 everywhere; every script is single-threaded numpy): mem_mb and
 # runtime (minutes) are what a cluster job is given, so they cover the script AND what
@@ -293,6 +293,36 @@ def get_tuning_file(wildcards):
     """The tuning runs, when the configuration tunes: the figures and the ranking show
     each sweep at its robust tuned setting only."""
     return "results/fishtest/tuning.nc" if TUNING is not None else []
+
+
+def get_tuning_seeds(wildcards):
+    """The tuning seeds a sweep job replays beside its chunk's: its params, so a change
+    of them reruns it."""
+    return grid.chunk_tuning_seeds(BENCH, wildcards.a, wildcards.b)
+
+
+def tuning_seeds_param():
+    """A sweep job's params entry for its tuning seeds; none without a tuning section."""
+    return {} if TUNING is None else {"tuning_seeds": get_tuning_seeds}
+
+
+def tuning_part_output(sweep):
+    """A sweep job's output of its tuning losses; none without a tuning section."""
+    if TUNING is None:
+        return {}
+    path = grid.tuning_part_path("{batch_mode}", "{scenario}", sweep, ("{a}", "{b}"))
+    return {"tuning": path}
+
+
+def get_tuning_parts(wildcards=None):
+    """Every sweep job's tuning losses (rule tuning_runs gathers them)."""
+    return [
+        grid.tuning_part_path(batch_mode, scenario, sweep, chunk)
+        for sweep in SWEEP_ARMS
+        for batch_mode in BATCH_MODES
+        for scenario in SCENARIOS
+        for chunk in CHUNKS
+    ]
 
 
 def get_tuning_settings():

@@ -4,6 +4,13 @@
 # Python start-up and reads the schedule once instead of once per arm.
 # The run files are temp() (common.smk, run_file): Snakemake deletes them once combine
 # has written results/benchmark.nc, unless the configuration sets keep_run_files: true.
+# With a `tuning` section, each sweep job also replays its share of the tuning seeds
+# (spsa_bench.workflow.chunk_tuning_seeds; all of them when there is one seed chunk)
+# as extra rows of the same replays: a replay costs per event, not per row, so this
+# adds a few percent to the job instead of a second replay (docs/benchmark.md,
+# "Tuning protocol"). The run files hold the chunk's seeds only, bit-identical to a
+# replay of those alone; the tuning losses go to results/fishtest/tuning/..., which
+# rule tuning_runs (aggregate.smk) gathers.
 
 
 rule schedule:
@@ -62,6 +69,7 @@ for _sweep, _arms in SWEEP_ARMS.items():
         input:
             schedule=get_schedule,
         output:
+            **tuning_part_output(_sweep),
             runs=[
                 run_file(
                     f"results/runs/{{batch_mode}}/{{scenario}}/{arm}/seeds-{{a}}-{{b}}.nc"
@@ -78,9 +86,11 @@ for _sweep, _arms in SWEEP_ARMS.items():
             ENV
         threads: 1
         resources:
-            mem_mb=per_chunk(res.simulate_mem_mb),
+            mem_mb=per_chunk(res.sweep_mem_mb),
             runtime=per_chunk(res.sweep_runtime, len(_arms)),
+        # tuning_seeds only with a tuning section (without one the jobs are as before)
         params:
+            **tuning_seeds_param(),
             cells=get_sweep_settings(_arms),
         # the console line instead of every arm's output path
         message:

@@ -5,6 +5,12 @@ simulate_sweep_<name>): ``params.cells`` maps each arm to its cell's resolved
 settings, in the order of the outputs. Each run is built from those settings only,
 so its result depends on exactly what Snakemake's params rerun trigger compares;
 the arms of a job share the schedule, read once.
+
+A sweep's job of a configuration with a ``tuning`` section also replays its share
+of the tuning seeds (``params.tuning_seeds``, spsa_bench.workflow.chunk_tuning_seeds)
+as extra rows of the same replays and writes their final Elo losses to
+``output.tuning`` (rule tuning_runs gathers them); the run files hold the chunk's
+seeds only, bit-identical to a replay of those alone.
 """
 # ruff: noqa: F821 - `snakemake` is defined by Snakemake's script preamble
 
@@ -30,9 +36,11 @@ from spsa_bench import workflow as grid  # noqa: E402
 from spsa_bench.config.limits import check_memory, run_bytes  # noqa: E402
 from spsa_bench.config.loader import resolve, scenario_param_count  # noqa: E402
 from spsa_bench.dispatch.storage import read_schedule  # noqa: E402
-from spsa_bench.engine.simulate import simulate_run  # noqa: E402
+from spsa_bench.engine.simulate import held_out, simulate_run_held_out  # noqa: E402
+from spsa_bench.results.atomic import atomic_write  # noqa: E402
 from spsa_bench.results.provenance import history, rule_command, start_git_state  # noqa: E402
 from spsa_bench.results.reading import check_metadata  # noqa: E402
+from spsa_bench.studies.tuning import tuning_part  # noqa: E402
 
 
 def main() -> None:
@@ -42,17 +50,36 @@ def main() -> None:
     cells = json.loads(snakemake.params.cells)
     configs = {arm: resolve(grid.with_seeds(cell, first, last)) for arm, cell in cells.items()}
     shared = next(iter(configs.values()))  # the arms differ in hyperparameters only
-    check_memory(f"seeds.per_job: seeds {first}-{last}", cell_bytes(shared, w))
-    schedule = job_schedule(shared, w, first, last)
-    for (arm, config), output in zip(configs.items(), snakemake.output, strict=True):
+    tuning_seeds = [int(s) for s in getattr(snakemake.params, "tuning_seeds", None) or []]
+    check_memory(
+        f"seeds.per_job: seeds {first}-{last}"
+        + (" and their tuning seeds" if tuning_seeds else ""),
+        cell_bytes(shared, w, len(tuning_seeds)),
+    )
+    schedules = held_out(
+        shared,
+        shared.batch_mode(w.batch_mode),
+        range(first, last + 1),
+        tuning_seeds,
+        schedule=job_schedule(shared, w, first, last),
+    )
+    losses = {}
+    # a sweep's job: outputs `runs` (one per arm) and `tuning`; rule simulate: `run`
+    runs = snakemake.output.runs if "runs" in snakemake.output.keys() else [snakemake.output.run]
+    for (arm, config), output in zip(configs.items(), runs, strict=True):
         start = time.perf_counter()
-        run_cell(config, arm, w, first, last, schedule, output)
+        losses[arm] = run_cell(config, arm, w, first, last, schedules, output)
         print(f"({time.perf_counter() - start:.2f} s)", file=sys.stderr)
+    if "tuning" in snakemake.output.keys():
+        part = tuning_part(w.batch_mode, w.scenario, tuning_seeds, losses)
+        text = json.dumps(part) + "\n"
+        atomic_write(snakemake.output.tuning, lambda path: Path(path).write_text(text))
 
 
-def cell_bytes(config, w) -> int:
+def cell_bytes(config, w, extra_seeds: int = 0) -> int:
     params = scenario_param_count(config.scenario(w.scenario))
-    return run_bytes(int(w.b) - int(w.a) + 1, config.num_pairs, config.checkpoints, params)
+    seeds = int(w.b) - int(w.a) + 1 + extra_seeds
+    return run_bytes(seeds, config.num_pairs, config.checkpoints, params)
 
 
 def job_schedule(config, w, first: int, last: int):
@@ -78,14 +105,10 @@ def job_schedule(config, w, first: int, last: int):
         raise SystemExit(2) from None
 
 
-def run_cell(config, arm: str, w, first: int, last: int, schedule, output: str) -> None:
-    run = simulate_run(
-        config,
-        optimizer=arm,
-        batch_mode=w.batch_mode,
-        scenario=w.scenario,
-        seeds=range(first, last + 1),
-        schedule=schedule,
+def run_cell(config, arm: str, w, first: int, last: int, schedules, output: str):
+    """Replay and write one arm's run; its final Elo losses at the tuning seeds."""
+    run, tuning_loss = simulate_run_held_out(
+        config, optimizer=arm, batch_mode=w.batch_mode, scenario=w.scenario, schedules=schedules
     )
     run.attrs["history"] = history(
         rule_command(snakemake.rule, dict(w.items()) | {"optimizer": arm}),
@@ -99,6 +122,7 @@ def run_cell(config, arm: str, w, first: int, last: int, schedule, output: str) 
         end="",
         file=sys.stderr,
     )
+    return tuning_loss
 
 
 warnings.simplefilter("error", RuntimeWarning)  # a numpy warning fails the job in one line

@@ -12,7 +12,11 @@ out of the choice::
       family: [calibrated, mixed]       # scenarios of the robust choice (default: all)
 
 :func:`run_tuning` replays every swept arm on every scenario and batch mode of the
-grid at the tuning seeds only, and returns their final Elo loss.
+grid at the tuning seeds only, and returns their final Elo loss (``spsa-bench tune``).
+The workflow gets the same numbers cheaper: each sweep job replays its share of the
+tuning seeds as extra rows of its own replay
+(:func:`spsa_bench.engine.simulate.simulate_run_held_out`), and
+:func:`gather_tuning` assembles the shares into run_tuning's dataset.
 :func:`spsa_bench.analysis.tuning.choose` picks, per sweep and batch mode, the
 *oracle* setting of each scenario (smallest median final loss on the tuning seeds)
 and the *robust* setting of the family (smallest mean over the family's scenarios
@@ -100,6 +104,61 @@ def run_tuning(
                     progress(f"{arm.name} on {scenario} / {mode.name}")
                 run = replay_arm(config, arm, problem, schedule, noise=noise, rounding=rounding)
                 loss[a, s, m] = problem.bowl.elo_loss(run.theta[:, -1])
+    return _tuning_dataset(config, settings, seeds, loss)
+
+
+def tuning_part(batch_mode: str, scenario: str, seeds: Sequence[int], losses: dict) -> dict:
+    """One sweep job's share of the tuning runs, as :func:`gather_tuning` reads it:
+    ``{batch_mode, scenario, seeds, final_elo_loss: {arm: [loss per seed]}}`` (plain
+    JSON: a float's shortest repr reads back to the same double, NaN and infinity as
+    ``NaN`` and ``Infinity``)."""
+    return {
+        "batch_mode": batch_mode,
+        "scenario": scenario,
+        "seeds": [int(s) for s in seeds],
+        "final_elo_loss": {arm: [float(v) for v in values] for arm, values in losses.items()},
+    }
+
+
+def gather_tuning(
+    config: Config, settings: TuningSection, parts: Sequence[tuple[str, dict]]
+) -> xr.Dataset:
+    """:func:`run_tuning`'s dataset from the sweep jobs' shares (``(file name,
+    tuning_part)`` pairs; the workflow replays the tuning seeds as extra rows of the
+    sweep jobs' replays, whose losses equal run_tuning's bit for bit). Every (arm,
+    scenario, batch mode, tuning seed) must come exactly once; a part naming anything
+    else is refused (``ValueError`` naming the file)."""
+    seeds = np.asarray(list(settings.seeds), dtype=np.int64)
+    arms = {arm.name: a for a, arm in enumerate(settings.arms)}
+    scenarios = {name: s for s, name in enumerate(settings.scenarios)}
+    modes = {mode.name: m for m, mode in enumerate(settings.batch_modes)}
+    rows = {int(seed): i for i, seed in enumerate(seeds)}
+    loss = np.full((len(arms), len(scenarios), len(modes), seeds.size), np.nan)
+    filled = np.zeros(loss.shape, dtype=bool)
+    for name, part in parts:
+        try:
+            s, m = scenarios[part["scenario"]], modes[part["batch_mode"]]
+            columns = [rows[int(seed)] for seed in part["seeds"]]
+            if len(set(columns)) != len(columns):
+                raise ValueError("a tuning seed is listed twice")
+            for arm, values in part["final_elo_loss"].items():
+                a = arms[arm]
+                if len(values) != len(columns):
+                    raise ValueError(f"{len(values)} losses of {arm} for {len(columns)} seeds")
+                if filled[a, s, m, columns].any():
+                    raise ValueError(f"{arm} has a tuning seed a second time")
+                loss[a, s, m, columns] = np.asarray(values, dtype=np.float64)
+                filled[a, s, m, columns] = True
+        except KeyError as error:
+            raise ValueError(f"{name}: not a tuning run of this configuration ({error})") from None
+        except (TypeError, ValueError) as error:
+            raise ValueError(f"{name}: {' '.join(str(error).split())}") from None
+    if not filled.all():
+        a, s, m, i = np.argwhere(~filled)[0]
+        raise ValueError(
+            f"no tuning run of {settings.arms[a].name} on {settings.scenarios[s]} / "
+            f"{settings.batch_modes[m].name} at seed {seeds[i]} ({int((~filled).sum())} missing)"
+        )
     return _tuning_dataset(config, settings, seeds, loss)
 
 
