@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import math
 from pathlib import Path
 
 import numpy as np
@@ -107,3 +108,23 @@ def test_dataset_and_report_files(tmp_path):
     expected = np.nanmean(ds["inside"].values[:, 0])
     assert cover["covered"].sum() / cover["tunes"].sum() == pytest.approx(expected)
     assert "Calibration of the truth prior" in paths[2].read_text()
+    # P(this low) is the binomial CDF at the covered count under a right 80% band
+    for _, row in cover.iterrows():
+        n, k = int(row["tunes"]), int(row["covered"])
+        total = sum(math.comb(n, j) * 0.8**j * 0.2 ** (n - j) for j in range(k + 1))
+        assert row["p_this_low"] == pytest.approx(total, rel=1e-12)
+    assert "P(this low)" in paths[2].read_text()
+
+
+def test_binomial_cdf_against_a_simulation_and_the_edges():
+    """P(X <= k) for X ~ Binomial(n, p): 1 at k = n, (1 - p)^n at k = 0, and within
+    four standard errors of 200,000 simulated draws at n = 24, k = 13 and 17."""
+    from spsa_bench.analysis.calibration import binomial_cdf
+
+    assert binomial_cdf(24, 24, 0.8) == pytest.approx(1.0, rel=1e-12)
+    assert binomial_cdf(0, 24, 0.8) == pytest.approx(0.2**24, rel=1e-12)
+    draws = np.random.default_rng(7).binomial(24, 0.8, size=200_000)
+    for k in (13, 17):
+        share = float(np.mean(draws <= k))
+        se = math.sqrt(share * (1 - share) / draws.size)
+        assert abs(binomial_cdf(k, 24, 0.8) - share) < 4 * se + 1e-6
