@@ -15,7 +15,7 @@ from spsa_bench.engine.simulate import simulate
 from spsa_bench.results.atomic import write_atomic
 from spsa_bench.results.combine import combine_benchmark, open_benchmark, write_benchmark
 from spsa_bench.results.datasets import open_run
-from spsa_bench.results.stream import stream_benchmark
+from spsa_bench.results.stream import _box, stream_benchmark
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 #: Attributes stamped with the time of writing.
@@ -107,6 +107,23 @@ def test_integer_per_seed_variables_stream_as_the_combine_types_them(
     assert back["outcome_counts"].sum() == open_benchmark(memory)["outcome_counts"].sum()
 
 
+def test_box_is_the_exact_union_of_the_slabs_or_none():
+    """The per-seed values of one batch mode and scenario go in one write where their
+    slabs fill a box exactly (the tests above: every file's values land as in memory),
+    else slab by slab, as before."""
+    shape = (3, 2, 5)
+    a, b = ((0, 1, slice(0, 5)), None), ((1, 1, slice(0, 5)), None)
+    assert _box([a, b], shape) == (slice(0, 2), slice(1, 2), slice(0, 5))
+    assert _box([a, ((2, 1, slice(0, 5)), None)], shape) is None  # a gap at 1
+    assert _box([a, ((0, 1, slice(4, 5)), None)], shape) is None  # an overlap
+    assert _box([a, ((1, 1, [0, 2]), None)], shape) is None  # a list of positions
+    assert _box([((0, 0, slice(0, 2)), None), ((0, 0, slice(2, 5)), None)], shape) == (
+        slice(0, 1),
+        slice(0, 1),
+        slice(0, 5),
+    )
+
+
 def test_any_order_and_grouping_of_the_files_gives_the_same_file(run_files, tmp_path):
     first = stream_benchmark(run_files, tmp_path / "a.nc")
     shuffled = list(np.random.default_rng(7).permutation(run_files))
@@ -135,7 +152,7 @@ import resource, sys
 from pathlib import Path
 from spsa_bench.results.combine import combine_benchmark, write_benchmark
 from spsa_bench.results.datasets import open_run
-from spsa_bench.results.stream import stream_benchmark
+from spsa_bench.results.stream import _box, stream_benchmark
 paths = sorted(Path(sys.argv[2]).glob("arm-*.nc"))[: int(sys.argv[4])]
 if sys.argv[1] == "stream":
     stream_benchmark(paths, sys.argv[3])

@@ -164,21 +164,23 @@ def _coordinates_attr(body: xr.Dataset, dims: Sequence[str]) -> str:
     return " ".join(sorted(aux))
 
 
-def _position(template: xr.Dataset, dim: str, labels) -> np.ndarray:
-    """Positions of ``labels`` along ``dim`` of ``template``."""
-    return template.indexes[dim].get_indexer(np.atleast_1d(labels))
+def _position(indexes: Mapping, dim: str, labels) -> np.ndarray:
+    """Positions of ``labels`` along ``dim`` of the template whose ``indexes`` these are
+    (``template.indexes``, built once: xarray makes the mapping anew at each access)."""
+    return indexes[dim].get_indexer(np.atleast_1d(labels))
 
 
-def _slab(template: xr.Dataset, dims: Sequence[str], key: tuple, run) -> tuple:
+def _slab(indexes: Mapping, dims: Sequence[str], key: tuple, run) -> tuple:
     """The index, in the combined variable over ``dims``, of one run file's values: its
-    cell (``key``) on the cell dimensions, its seeds and parameters, every checkpoint."""
+    cell (``key``) on the cell dimensions, its seeds and parameters, every checkpoint
+    (``indexes``: the template's, as :func:`_position`)."""
     cell = dict(zip(CELL_DIMS, key, strict=True))
     index = []
     for dim in dims:
         if dim in cell:
-            index.append(int(_position(template, dim, cell[dim])[0]))
+            index.append(int(_position(indexes, dim, cell[dim])[0]))
         elif dim in run.variables:  # seed, param: the file's labels
-            where = _position(template, dim, run[dim][:])
+            where = _position(indexes, dim, run[dim][:])
             contiguous = np.array_equal(where, np.arange(where[0], where[0] + where.size))
             index.append(slice(where[0], where[0] + where.size) if contiguous else list(where))
         else:  # pairs (checked equal to the grid), worker (padded at its end), outcome
@@ -186,11 +188,16 @@ def _slab(template: xr.Dataset, dims: Sequence[str], key: tuple, run) -> tuple:
     return tuple(index)
 
 
-def _write_file(nc, template: xr.Dataset, big: Mapping[str, xr.Variable], key, path) -> None:
+def _write_file(
+    nc, indexes: Mapping, big: Mapping[str, xr.Variable], key, path, pending: dict
+) -> None:
     """Copy one run file's streamed variables (:func:`_streamed`) into their slabs of
     ``nc``, each checked finite (the check :func:`_skeletons` made of a skeleton only).
     A variable the file has over fewer dimensions than the combined one (a
-    per-parameter coordinate that other scenarios have per seed) holds for each."""
+    per-parameter coordinate that other scenarios have per seed) holds for each.
+    The checkpoint variables are written at once; the per-seed ones (a few numbers a
+    seed, but one write call each: most of their cost) are appended to
+    ``pending[name]`` as ``(slab, values)``, for :func:`_write_pending`."""
     import netCDF4
 
     with netCDF4.Dataset(path) as run:
@@ -211,14 +218,67 @@ def _write_file(nc, template: xr.Dataset, big: Mapping[str, xr.Variable], key, p
             values = np.transpose(values, [source.dimensions.index(d) for d in present])
             values = np.expand_dims(values, [i for i, d in enumerate(kept) if d not in present])
             if variable.dims not in slabs:
-                slabs[variable.dims] = _slab(template, variable.dims, key, run)
+                slabs[variable.dims] = _slab(indexes, variable.dims, key, run)
             slab = slabs[variable.dims]
             shape = [
                 _extent(where, nc.dimensions[d].size)
                 for d, where in zip(variable.dims, slab, strict=True)
                 if d not in CELL_DIMS
             ]
-            nc[name][slab] = np.broadcast_to(values, shape).astype(variable.dtype, copy=False)
+            values = np.broadcast_to(values, shape).astype(variable.dtype, copy=False)
+            if GRID in variable.dims:
+                nc[name][slab] = values
+            else:
+                pending.setdefault(name, []).append((slab, values))
+
+
+def _box(parts: Sequence[tuple], shape: Sequence[int]) -> tuple[slice, ...] | None:
+    """The box (one slice a dimension) that the slabs of ``parts`` fill exactly, each
+    position once; ``None`` when they do not (a slab with a list of positions, a gap, an
+    overlap)."""
+    bounds = []
+    for slab, _ in parts:
+        if any(not isinstance(where, int | np.integer | slice) for where in slab):
+            return None
+        bounds.append([
+            (int(w), int(w) + 1) if not isinstance(w, slice) else w.indices(size)[:2]
+            for w, size in zip(slab, shape, strict=True)
+        ])  # fmt: skip
+    low = [min(b[d][0] for b in bounds) for d in range(len(shape))]
+    high = [max(b[d][1] for b in bounds) for d in range(len(shape))]
+    filled = np.zeros([h - lo for lo, h in zip(low, high, strict=True)], dtype=bool)
+    for b in bounds:
+        region = tuple(slice(a - lo, z - lo) for (a, z), lo in zip(b, low, strict=True))
+        if filled[region].any():
+            return None
+        filled[region] = True
+    if not filled.all():
+        return None
+    return tuple(slice(lo, h) for lo, h in zip(low, high, strict=True))
+
+
+def _write_pending(nc, pending: dict) -> None:
+    """Write each variable's pending ``(slab, values)`` (:func:`_write_file`): in one call
+    when the slabs fill a box exactly (the cells of one batch mode and scenario, every
+    seed), else one call a slab; the same values land in the same places either way."""
+    for name, parts in pending.items():
+        out = nc[name]
+        box = _box(parts, out.shape)
+        if box is None:
+            for slab, values in parts:
+                out[slab] = values
+            continue
+        buffer = np.empty([b.stop - b.start for b in box], dtype=parts[0][1].dtype)
+        for slab, values in parts:
+            local = tuple(
+                slice(w.indices(size)[0] - b.start, w.indices(size)[1] - b.start)
+                if isinstance(w, slice)
+                else slice(int(w) - b.start, int(w) - b.start + 1)
+                for w, b, size in zip(slab, box, out.shape, strict=True)
+            )
+            buffer[local] = values.reshape(buffer[local].shape)
+        out[box] = buffer
+    pending.clear()
 
 
 def _extent(where, size: int) -> int:
@@ -259,9 +319,19 @@ def _write(
             # instead, which a cell's files (written one after another) share
             chunk_bytes = int(np.prod(chunks)) * variable.dtype.itemsize
             out.set_var_chunk_cache(size=chunk_bytes + CACHE_SLACK, nelems=CACHE_SLOTS)
+        indexes = dict(template.indexes)
+        # the cells of one batch mode and scenario (every optimizer) together: their
+        # per-seed values are written in one call a variable
+        groups: dict[tuple, list] = {}
         for key, paths in files.items():
-            for path in paths:
-                _write_file(nc, template, big, key, path)
+            rest = tuple(k for d, k in zip(CELL_DIMS, key, strict=True) if d != "optimizer")
+            groups.setdefault(rest, []).append((key, paths))
+        for cells in groups.values():
+            pending: dict[str, list] = {}
+            for key, paths in cells:
+                for path in paths:
+                    _write_file(nc, indexes, big, key, path, pending)
+            _write_pending(nc, pending)
 
 
 def stream_benchmark(
