@@ -171,9 +171,12 @@ def get_schedule(wildcards):
     return []
 
 
-# Priorities: the simulations (0) first; validate_optimizers and the studies (-10),
-# which need no run file, fill the cores `combine` (waiting for every run) leaves idle;
-# a cluster submits all.
+# Priorities: validate_optimizers (1, needs no run file) starts first, beside the
+# simulations (0); the studies (-10), which need no run file either, fill the core
+# `combine` (waiting for every run, single-threaded) leaves idle. On 2 cores the
+# validation at -10 ran last, alone, after the tables (2.4 min of one idle core on
+# 2026-11-26); the studies' 4.3 min of CPU about match combine's 4 min. A cluster
+# submits all.
 
 # Resources (threads: 1 everywhere; every script is single-threaded numpy): mem_mb and
 # runtime (minutes) are what a cluster job is given, so they cover the script AND what

@@ -1,6 +1,7 @@
 # Macro-versus-micro validation (`spsa-bench validate`) of every configured arm
 # with its own hyperparameters: one job for all arms (the plotting start-up is
-# paid once), at a low priority so it runs beside combine (common.smk, "Priorities").
+# paid once), at a priority above the simulations so it starts first (common.smk,
+# "Priorities").
 # Arms whose kind has no micro reference are skipped (one line in the log); a failing
 # gate fails the job.
 
@@ -23,7 +24,7 @@ rule validate_optimizers:
         "results/logs/validate_optimizers.log",
     benchmark:
         "results/benchmarks/validate_optimizers.tsv"
-    priority: -10
+    priority: 1
     group:
         "validation"
     conda:
