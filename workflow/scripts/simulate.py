@@ -64,13 +64,15 @@ def main() -> None:
         schedule=job_schedule(shared, w, first, last),
     )
     losses = {}
-    # a sweep's job: outputs `runs` (one per arm) and `tuning`; rule simulate: `run`
-    runs = snakemake.output.runs if "runs" in snakemake.output.keys() else [snakemake.output.run]
+    # a sweep's job: outputs `runs` (one per arm) and `tuning`; rule simulate: its one
+    # run file (an object without names, as a test's stand-in, is the list of runs)
+    names = set(snakemake.output.keys()) if hasattr(snakemake.output, "keys") else set()
+    runs = list(snakemake.output.runs) if "runs" in names else list(snakemake.output)
     for (arm, config), output in zip(configs.items(), runs, strict=True):
         start = time.perf_counter()
         losses[arm] = run_cell(config, arm, w, first, last, schedules, output)
         print(f"({time.perf_counter() - start:.2f} s)", file=sys.stderr)
-    if "tuning" in snakemake.output.keys():
+    if "tuning" in names:
         part = tuning_part(w.batch_mode, w.scenario, tuning_seeds, losses)
         text = json.dumps(part) + "\n"
         atomic_write(snakemake.output.tuning, lambda path: Path(path).write_text(text))
