@@ -219,7 +219,7 @@ def test_an_unknown_time_control_is_the_longest_verification_one():
 def test_step_spread_plays_each_seed_at_its_own_r_end_multiplier():
     """Seed slot i with a step spread is the same tune with every r_end times the slot's
     multiplier and no spread; spread 0 multiplies by exactly 1."""
-    from spsa_bench.calibration.simulate import scaled_r_end, step_multipliers, tune_entropy
+    from spsa_bench.calibration.simulate import scaled_block, step_multipliers, tune_entropy
 
     family = PriorFamily({"inactive_fraction": 0.0}, (FreeNumber("elo_at_stake.median", 1, 10),))
     values = np.array([[4.0]])
@@ -231,7 +231,7 @@ def test_step_spread_plays_each_seed_at_its_own_r_end_multiplier():
     )
     spread = simulate_tune(setting, family, values, [5, 6], 3, SYNC, step_spread=0.5)
     for i, seed in enumerate((5, 6)):
-        scaled = dataclasses.replace(setting, block_text=scaled_r_end(setting.block_text, steps[i]))
+        scaled = dataclasses.replace(setting, block_text=scaled_block(setting.block_text, steps[i]))
         alone = simulate_tune(scaled, family, values, [seed], 3, SYNC)
         np.testing.assert_array_equal(spread[:, [i]], alone)
 
@@ -259,7 +259,7 @@ def test_param_step_spread_plays_each_c_end_times_its_factor_and_measures_in_rec
     from spsa_bench.calibration.simulate import (
         _simulate_at,
         param_multipliers,
-        scaled_r_end,
+        scaled_block,
         tune_entropy,
     )
 
@@ -268,7 +268,7 @@ def test_param_step_spread_plays_each_c_end_times_its_factor_and_measures_in_rec
     setting = tune_setting(_record("2020-s", [_test("fixed", elo=0.0, error=1.0)]), (1,), "LTC")
     n = len(parse_block(setting.block_text))
     factors = param_multipliers(tune_entropy(3, "2020-s"), [5, 6], n, 0.5)
-    block = parse_block(scaled_r_end(setting.block_text, 1.0, factors[0]))
+    block = parse_block(scaled_block(setting.block_text, 1.0, factors[0]))
     np.testing.assert_allclose(block.c_end, parse_block(setting.block_text).c_end * factors[0])
     spread = simulate_tune(setting, family, values, [5, 6], 3, SYNC, param_step_spread=0.5)
     for i, seed in enumerate((5, 6)):

@@ -355,13 +355,23 @@ def step_multipliers(entropy: int, seeds: Sequence[int], spread: float) -> list[
     ``c_end`` and ``r_end`` are mostly inferred from ``TUNE()``'s defaults (an author may
     have edited them on Fishtest unrecorded), so the section may let it vary by a
     log-normal factor, an assumption stated with its value (docs/calibration.md)."""
+    return [float(f) for f in _log_normal_factors(entropy, STEP_KEY, seeds, 1, spread)[:, 0]]
+
+
+def _log_normal_factors(
+    entropy: int, key: int, seeds: Sequence[int], size: int, spread: float
+) -> np.ndarray:
+    """``exp(spread Z)``, ``(seed, size)``: seed ``s``'s row ``Z ~ N(0, I)`` from
+    ``SeedSequence(entropy, spawn_key=(key, s))`` (all 1.0 when ``spread`` is 0)."""
     if spread == 0:
-        return [1.0] * len(seeds)
-    return [
-        float(np.exp(spread * np.random.default_rng(
-            np.random.SeedSequence(entropy, spawn_key=(STEP_KEY, int(s)))).standard_normal()))
+        return np.ones((len(seeds), size))
+    normals = [
+        np.random.default_rng(
+            np.random.SeedSequence(entropy, spawn_key=(key, int(s)))
+        ).standard_normal(size)
         for s in seeds
-    ]  # fmt: skip
+    ]  # one generator per seed: a setup loop, not the replay's
+    return np.exp(spread * np.reshape(normals, (len(seeds), size)))
 
 
 def param_multipliers(
@@ -378,17 +388,10 @@ def param_multipliers(
     the recorded ``c_end`` (the unit of every move statistic), while the landscape stays
     in recorded units. An assumption with its value (docs/calibration.md), like
     :func:`step_multipliers`."""
-    if spread == 0:
-        return np.ones((len(seeds), n_params))
-    return np.stack([
-        np.exp(spread * np.random.default_rng(
-            np.random.SeedSequence(entropy, spawn_key=(PARAM_STEP_KEY, int(s)))
-        ).standard_normal(n_params))
-        for s in seeds
-    ]) if len(seeds) else np.ones((0, n_params))  # fmt: skip
+    return _log_normal_factors(entropy, PARAM_STEP_KEY, seeds, n_params, spread)
 
 
-def scaled_r_end(text: str, multiplier: float, c_multipliers: np.ndarray | None = None) -> str:
+def scaled_block(text: str, multiplier: float, c_multipliers: np.ndarray | None = None) -> str:
     """The block ``text`` with every ``r_end`` times ``multiplier`` and, given, each
     parameter's ``c_end`` times its ``c_multipliers`` entry."""
     scale_c = c_multipliers is not None and not np.all(c_multipliers == 1.0)
@@ -411,7 +414,7 @@ def _simulate_at(
     from spsa_bench.engine.simulate import prepare
 
     n_draws, n_seeds = values.shape[0], len(seeds)
-    played = scaled_r_end(setting.block_text, multiplier, c_steps)
+    played = scaled_block(setting.block_text, multiplier, c_steps)
     config = tune_config(
         dataclasses.replace(setting, block_text=played),
         entropy,
@@ -494,7 +497,7 @@ __all__ = [
     "fishtest_games",
     "nearest_time_control",
     "selected_elo",
-    "scaled_r_end",
+    "scaled_block",
     "simulate_tune",
     "step_multipliers",
     "stack_bowls",
