@@ -76,11 +76,14 @@ def _kept_whole(head: xr.Dataset) -> list[str]:
     boolean ones over the seed alone, and the padded-with-a-value
     :data:`~spsa_bench.results.combine.PARAM_PADDING` ones. The float ones are always
     streamed, the :func:`_wide_integer` ones when every cell has every seed."""
-    return [
+    kept = [
         str(n)
         for n, v in head.data_vars.items()
         if _per_seed(v) and (v.dtype.kind != "f" or n in PARAM_PADDING) and not _wide_integer(n, v)
     ]
+    # a padded-with-a-value one the file shares over its seeds (a coordinate over the
+    # parameter alone) becomes per seed when some cell lacks some seed: keep it too
+    return kept + [n for n in PARAM_PADDING if n in head.variables and n not in kept]
 
 
 def _skeletons(
@@ -152,7 +155,7 @@ def _with_wide_integers(wholes: Mapping, files: Mapping) -> dict:
         for whole, path in zip(parts, files[key], strict=True):
             head, _ = open_run_head(path)
             wide = [str(n) for n, v in head.data_vars.items() if _wide_integer(n, v)]
-            out[key].append(whole.merge(head[wide]))
+            out[key].append(whole.merge(head[wide], compat="no_conflicts", join="outer"))
     return out
 
 
@@ -194,7 +197,9 @@ def _write_file(
     """Copy one run file's streamed variables (:func:`_streamed`) into their slabs of
     ``nc``, each checked finite (the check :func:`_skeletons` made of a skeleton only).
     A variable the file has over fewer dimensions than the combined one (a
-    per-parameter coordinate that other scenarios have per seed) holds for each.
+    per-parameter coordinate that other scenarios have per seed) holds for each, at
+    every seed of the combined file (the cell's missing seeds too, as the in-memory
+    combine broadcasts it).
     The checkpoint variables are written at once; the per-seed ones (a few numbers a
     seed, but one write call each: most of their cost) are appended to
     ``pending[name]`` as ``(slab, values)``, for :func:`_write_pending`."""
@@ -220,6 +225,9 @@ def _write_file(
             if variable.dims not in slabs:
                 slabs[variable.dims] = _slab(indexes, variable.dims, key, run)
             slab = slabs[variable.dims]
+            if "seed" in kept and "seed" not in present:  # shared by the file's seeds: it
+                at = variable.dims.index("seed")  # holds at every seed, as in memory
+                slab = (*slab[:at], slice(0, nc.dimensions["seed"].size), *slab[at + 1 :])
             shape = [
                 _extent(where, nc.dimensions[d].size)
                 for d, where in zip(variable.dims, slab, strict=True)
