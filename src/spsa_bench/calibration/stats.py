@@ -11,11 +11,13 @@ Four statistics per tune, in the order of :data:`STATS`:
   ``se_elo = 400 / (ln 10 s (1 - s)) se_s`` with ``se_s`` from the pentanomial pair
   scores (0, 1/4, 1/2, 3/4, 1 per game; ``se_s^2 = var_pair / pairs``) when the record
   has them, else from the trinomial game scores (``se_s^2 = var_game / games``).
-  **Simulated**: the true gain of the simulated tune (true Elo at the final theta
-  minus at the start, at the tuned time control) plus that test's own noise,
-  ``G + se_elo Z`` with ``Z ~ N(0, 1)``: the verification is modelled as an unbiased
-  fixed-games measurement with the record's standard error (no SPRT stopping, no
-  selection: docs/calibration.md, "Limitations").
+  **Simulated** (:func:`simulated_stats`): the true gain ``G`` of the simulated tune
+  (true Elo at the committed values minus at the start, at the test's time control)
+  plus that test's own noise, ``G + se_elo Z`` with ``Z ~ N(0, 1)``: a fixed-games
+  test, unbiased, with the record's standard error. A record whose chosen test is an
+  SPRT replaces it: the SPRT played at ``G``, its Elo at stopping kept where it ended
+  as the record's did (:func:`~spsa_bench.calibration.simulate.selected_elo`,
+  :mod:`~spsa_bench.calibration.selection`).
 * ``median_abs_move``, ``share_move_ge_1``, ``largest_abs_move``: the moves
   ``(final - start) / c_end`` of the block's parameters, their median absolute value,
   the share with ``|move| >= 1`` and the largest ``|move|``. **Observed** only for a
