@@ -4,7 +4,9 @@ One arm (rule simulate) or every arm of one hyperparameter sweep (rules
 simulate_sweep_<name>): ``params.cells`` maps each arm to its cell's resolved
 settings, in the order of the outputs. Each run is built from those settings only,
 so its result depends on exactly what Snakemake's params rerun trigger compares;
-the arms of a job share the schedule, read once.
+the arms of a job share the schedule, read once, and are replayed together as one
+replay of arms x seeds rows (spsa_bench.engine.stack; each arm's run bit-identical to
+its own replay's), or one after another where they cannot share one.
 
 A sweep's job of a configuration with a ``tuning`` section also replays its share
 of the tuning seeds (``params.tuning_seeds``, spsa_bench.workflow.chunk_tuning_seeds)
@@ -36,7 +38,7 @@ from spsa_bench import workflow as grid  # noqa: E402
 from spsa_bench.config.limits import check_memory, run_bytes  # noqa: E402
 from spsa_bench.config.loader import resolve, scenario_param_count  # noqa: E402
 from spsa_bench.dispatch.storage import read_schedule  # noqa: E402
-from spsa_bench.engine.simulate import held_out, simulate_run_held_out  # noqa: E402
+from spsa_bench.engine.simulate import held_out, simulate_runs_held_out  # noqa: E402
 from spsa_bench.results.atomic import atomic_write  # noqa: E402
 from spsa_bench.results.provenance import history, rule_command, start_git_state  # noqa: E402
 from spsa_bench.results.reading import check_metadata  # noqa: E402
@@ -54,7 +56,7 @@ def main() -> None:
     check_memory(
         f"seeds.per_job: seeds {first}-{last}"
         + (" and their tuning seeds" if tuning_seeds else ""),
-        cell_bytes(shared, w, len(tuning_seeds)),
+        cell_bytes(shared, w, len(tuning_seeds), len(configs)),
     )
     schedules = held_out(
         shared,
@@ -63,25 +65,33 @@ def main() -> None:
         tuning_seeds,
         schedule=job_schedule(shared, w, first, last),
     )
-    losses = {}
     # a sweep's job: outputs `runs` (one per arm) and `tuning`; rule simulate: its one
     # run file (an object without names, as a test's stand-in, is the list of runs)
     names = set(snakemake.output.keys()) if hasattr(snakemake.output, "keys") else set()
     runs = list(snakemake.output.runs) if "runs" in names else list(snakemake.output)
-    for (arm, config), output in zip(configs.items(), runs, strict=True):
-        start = time.perf_counter()
-        losses[arm] = run_cell(config, arm, w, first, last, schedules, output)
-        print(f"({time.perf_counter() - start:.2f} s)", file=sys.stderr)
+    start = time.perf_counter()
+    # the arms in one stacked replay where they can share one (else one after another)
+    results = simulate_runs_held_out(
+        configs, batch_mode=w.batch_mode, scenario=w.scenario, schedules=schedules
+    )
+    print(f"{len(configs)} arms replayed ({time.perf_counter() - start:.2f} s)", file=sys.stderr)
+    losses = {}
+    for (arm, (run, tuning_loss)), output in zip(results.items(), runs, strict=True):
+        write_run(run, arm, w, first, last, output)
+        losses[arm] = tuning_loss
     if "tuning" in names:
         part = tuning_part(w.batch_mode, w.scenario, tuning_seeds, losses)
         text = json.dumps(part) + "\n"
         atomic_write(snakemake.output.tuning, lambda path: Path(path).write_text(text))
 
 
-def cell_bytes(config, w, extra_seeds: int = 0) -> int:
+def cell_bytes(config, w, extra_seeds: int = 0, arms: int = 1) -> int:
+    """The job's memory estimate: its rows are every arm's (the arms of a sweep are
+    replayed stacked, spsa_bench.engine.stack), each the chunk's seeds and the tuning
+    seeds."""
     params = scenario_param_count(config.scenario(w.scenario))
     seeds = int(w.b) - int(w.a) + 1 + extra_seeds
-    return run_bytes(seeds, config.num_pairs, config.checkpoints, params)
+    return run_bytes(arms * seeds, config.num_pairs, config.checkpoints, params)
 
 
 def job_schedule(config, w, first: int, last: int):
@@ -107,11 +117,8 @@ def job_schedule(config, w, first: int, last: int):
         raise SystemExit(2) from None
 
 
-def run_cell(config, arm: str, w, first: int, last: int, schedules, output: str):
-    """Replay and write one arm's run; its final Elo losses at the tuning seeds."""
-    run, tuning_loss = simulate_run_held_out(
-        config, optimizer=arm, batch_mode=w.batch_mode, scenario=w.scenario, schedules=schedules
-    )
+def write_run(run, arm: str, w, first: int, last: int, output: str) -> None:
+    """Write one arm's run, with its history line, and log its final Elo loss."""
     run.attrs["history"] = history(
         rule_command(snakemake.rule, dict(w.items()) | {"optimizer": arm}),
         when=run.attrs["created"],
@@ -120,11 +127,9 @@ def run_cell(config, arm: str, w, first: int, last: int, schedules, output: str)
     loss = run["elo_loss"][:, -1]
     print(
         f"{arm}/{w.batch_mode}/{w.scenario} seeds {first}-{last}: final Elo loss "
-        f"mean {loss.mean():.3f}, median {np.median(loss):.3f} ",
-        end="",
+        f"mean {loss.mean():.3f}, median {np.median(loss):.3f}",
         file=sys.stderr,
     )
-    return tuning_loss
 
 
 warnings.simplefilter("error", RuntimeWarning)  # a numpy warning fails the job in one line

@@ -4,7 +4,7 @@ oracle, schedule, optimizer and replay together."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -22,11 +22,13 @@ from spsa_bench.config.loader import (
 )
 from spsa_bench.dispatch import kpis
 from spsa_bench.dispatch.schedule import PER_SEED_FIELDS, Schedule, sync_schedule
-from spsa_bench.engine.replay import RunResult, replay
+from spsa_bench.engine.replay import NonFiniteStateError, RunResult, replay
+from spsa_bench.engine.stack import stack, tile_bowl, tile_schedule
 from spsa_bench.model.bowl import ParamTable, Problem, build_problem
 from spsa_bench.model.developer import DeveloperView
 from spsa_bench.model.instances import TruthPrior, draw_instances
 from spsa_bench.model.noise import OUTCOMES, VENDORED, NoiseModel, noise_model
+from spsa_bench.optimizers.base import Optimizer
 
 if TYPE_CHECKING:  # a run is built and written without xarray (results.layout)
     import xarray as xr
@@ -125,6 +127,19 @@ def make_schedule(config: Config, mode: BatchMode, seeds: Sequence[int]) -> Sche
     return async_schedule(config.entropy, seeds, config.num_pairs, mode.settings)
 
 
+def build_arm(config: Config, arm: OptimizerArm, view: DeveloperView) -> tuple[Optimizer, str]:
+    """``arm``'s optimizer, built from the developer view only (never from the bowl),
+    its gains checked, and the iteration counter its hand-outs count with: the
+    configuration's ``iteration_counter`` unless the arm overrides it (an SPSA arm's
+    ``iteration_counter`` other than ``run``)."""
+    built = optimizers.build(arm.kind, view, arm.hyper, name=arm.name)
+    check_gains(built, arm.name)
+    counter = getattr(arm.hyper, "iteration_counter", "run")
+    if counter == "run":
+        counter = config.iteration_counter
+    return built, counter
+
+
 def replay_arm(
     config: Config,
     arm: OptimizerArm,
@@ -134,16 +149,10 @@ def replay_arm(
     noise: NoiseModel = VENDORED,
     rounding: str = "none",
 ) -> RunResult:
-    """Build ``arm`` from the developer view only (never from the bowl) and replay it;
-    the result carries the scalars the arm derived (``arm_info``, e.g. Autoselect's
-    games count). ``rounding`` is the worker's (:func:`scenario_rounding`). The
-    handout iteration counts with the configuration's ``iteration_counter`` unless
-    the arm overrides it (an SPSA arm's ``iteration_counter`` other than ``run``)."""
-    built = optimizers.build(arm.kind, problem.view, arm.hyper, name=arm.name)
-    check_gains(built, arm.name)
-    counter = getattr(arm.hyper, "iteration_counter", "run")
-    if counter == "run":
-        counter = config.iteration_counter
+    """Build ``arm`` (:func:`build_arm`) and replay it; the result carries the scalars
+    the arm derived (``arm_info``, e.g. Autoselect's games count). ``rounding`` is the
+    worker's (:func:`scenario_rounding`)."""
+    built, counter = build_arm(config, arm, problem.view)
     result = replay(
         built,
         schedule,
@@ -333,6 +342,105 @@ def simulate_run_held_out(
     return _simulate_run(config, optimizer, config.batch_mode(batch_mode), scenario, schedules)
 
 
+def simulate_runs_held_out(
+    configs: Mapping[str, Config],
+    *,
+    batch_mode: str,
+    scenario: str,
+    schedules: HeldOut,
+    stacked: bool = True,
+) -> dict[str, tuple[Layout, np.ndarray]]:
+    """:func:`simulate_run_held_out` of every arm of ``configs`` (arm name -> the
+    configuration it runs from: a sweep job's arms, which differ in their
+    hyperparameters only), in the order given.
+
+    With ``stacked`` (the default) the arms are replayed in one replay of arms x rows
+    (:mod:`spsa_bench.engine.stack`) when they can share one: the same run settings
+    (budget, checkpoints, signal, entropy, iteration counter, batch mode, scenario),
+    the same Hessian match and the same probe ``c`` at every iteration; each arm's run
+    and held-out losses are then bit-identical to its own replay's. Otherwise, and when
+    the stacked replay stops on a non-finite state (so that the error names the arm),
+    each arm is replayed alone."""
+    if stacked and len(configs) > 1:
+        runs = _simulate_stacked(configs, batch_mode, scenario, schedules)
+        if runs is not None:
+            return runs
+    return {
+        arm: _simulate_run(config, arm, config.batch_mode(batch_mode), scenario, schedules)
+        for arm, config in configs.items()
+    }
+
+
+def _run_settings(config: Config, arm: OptimizerArm, batch_mode: str, scenario: str):
+    """What a replay reads from the configuration besides the arm's optimizer."""
+    counter = getattr(arm.hyper, "iteration_counter", "run")
+    return (
+        config.num_pairs,
+        config.checkpoints,
+        config.signal,
+        config.entropy,
+        config.iteration_counter if counter == "run" else counter,
+        config.batch_mode(batch_mode),
+        config.scenario(scenario),
+    )
+
+
+def _simulate_stacked(
+    configs: Mapping[str, Config], batch_mode: str, scenario: str, schedules: HeldOut
+) -> dict[str, tuple[Layout, np.ndarray]] | None:
+    """Every arm of ``configs`` from one stacked replay, or ``None`` when they cannot
+    share one (:func:`simulate_runs_held_out`)."""
+    shared = next(iter(configs.values()))
+    arms = {name: config.optimizer(name) for name, config in configs.items()}
+    settings = [
+        _run_settings(configs[name], arm, batch_mode, scenario) for name, arm in arms.items()
+    ]
+    if any(setting != settings[0] for setting in settings[1:]):
+        return None
+    problem, replayed = _problems(shared, scenario, schedules)
+    built = [build_arm(configs[name], arm, replayed.view)[0] for name, arm in arms.items()]
+    counter = settings[0][4]
+    schedule = schedules.replayed
+    optimizer = stack(built, np.unique(schedule.iter_local(counter)))
+    if optimizer is None:
+        return None
+    rows, count = schedule.num_seeds, len(built)
+    noise = make_noise(shared, scenario)
+    try:
+        result = replay(
+            optimizer,
+            tile_schedule(schedule, count),
+            tile_bowl(replayed.bowl, rows, count),
+            replayed.view,
+            entropy=shared.entropy,
+            signal=shared.signal,
+            iteration_counter=counter,
+            checkpoints=shared.checkpoints,
+            noise=noise,
+            rounding=scenario_rounding(shared, scenario),
+        )
+    except NonFiniteStateError:
+        return None  # replayed alone, each arm's failure names the arm
+    mode = shared.batch_mode(batch_mode)
+    runs = {}
+    for k, (name, arm) in enumerate(arms.items()):
+        block = dataclasses.replace(
+            _rows(result, k * rows, (k + 1) * rows), arm_info=dict(built[k].info)
+        )
+        runs[name] = _arm_run(configs[name], arm, mode, scenario, schedules, problem, noise, block)
+    return runs
+
+
+def _problems(config: Config, scenario: str, schedules: HeldOut) -> tuple[Problem, Problem]:
+    """The problem of the job's seeds and the one replayed (the held-out seeds' rows
+    after the job's, when there are held-out seeds)."""
+    seeds = [int(s) for s in schedules.schedule.seeds]
+    problem = make_problem(config, scenario, seeds)
+    if not schedules.seeds:
+        return problem, problem
+    return problem, make_problem(config, scenario, seeds + list(schedules.seeds))
+
+
 def _simulate_run(
     config: Config,
     optimizer: str,
@@ -341,15 +449,8 @@ def _simulate_run(
     schedules: HeldOut,
     progress: Callable[[int, int], None] | None = None,
 ) -> tuple[Layout, np.ndarray]:
-    from spsa_bench.results.runs import run_layout
-
     arm = config.optimizer(optimizer)
-    schedule = schedules.schedule
-    seeds = [int(s) for s in schedule.seeds]
-    problem = make_problem(config, scenario, seeds)
-    replayed = problem
-    if schedules.seeds:
-        replayed = make_problem(config, scenario, seeds + list(schedules.seeds))
+    problem, replayed = _problems(config, scenario, schedules)
     noise = make_noise(config, scenario)
     result = replay_arm(
         config,
@@ -360,11 +461,29 @@ def _simulate_run(
         noise=noise,
         rounding=scenario_rounding(config, scenario),
     )
+    return _arm_run(config, arm, mode, scenario, schedules, problem, noise, result)
+
+
+def _arm_run(
+    config: Config,
+    arm: OptimizerArm,
+    mode: BatchMode,
+    scenario: str,
+    schedules: HeldOut,
+    problem: Problem,
+    noise: NoiseModel,
+    result: RunResult,
+) -> tuple[Layout, np.ndarray]:
+    """The run of the job's seeds from ``result`` (the replay of ``schedules.replayed``)
+    and the final Elo loss of every held-out seed."""
+    from spsa_bench.results.runs import run_layout
+
+    schedule = schedules.schedule
     held_loss = np.empty(0)
     if schedules.seeds:
         held = make_problem(config, scenario, list(schedules.seeds))
-        held_loss = held.bowl.elo_loss(result.theta[len(seeds) :, -1])
-        result = _first_rows(result, len(seeds))
+        held_loss = held.bowl.elo_loss(result.theta[schedule.num_seeds :, -1])
+        result = _rows(result, 0, schedule.num_seeds)
     run = run_layout(
         result,
         problem,
@@ -378,24 +497,25 @@ def _simulate_run(
         kpi_attrs=kpis.KPI_ATTRS,
     )
     add_outcome_counts(run, result.outcome_counts, noise)
-    check_finite_run(run, f"{optimizer}/{mode.name}/{scenario}")
+    check_finite_run(run, f"{arm.name}/{mode.name}/{scenario}")
     return run, held_loss
 
 
-def _first_rows(result: RunResult, rows: int) -> RunResult:
-    """``result`` for its first ``rows`` seeds (every per-seed array cut)."""
+def _rows(result: RunResult, start: int, stop: int) -> RunResult:
+    """``result`` for its seeds ``start .. stop - 1`` (every per-seed array cut)."""
+    rows = slice(start, stop)
 
     def cut(values):
-        return None if values is None else values[:rows]
+        return None if values is None else values[rows]
 
     return dataclasses.replace(
         result,
-        theta=result.theta[:rows],
-        extras={name: values[:rows] for name, values in result.extras.items()},
-        avg_step_size_last_100=result.avg_step_size_last_100[:rows],
-        total_pairs=result.total_pairs[:rows],
-        n_updates=result.n_updates[:rows],
-        outcome_counts=result.outcome_counts[:rows],
+        theta=result.theta[rows],
+        extras={name: values[rows] for name, values in result.extras.items()},
+        avg_step_size_last_100=result.avg_step_size_last_100[rows],
+        total_pairs=result.total_pairs[rows],
+        n_updates=result.n_updates[rows],
+        outcome_counts=result.outcome_counts[rows],
         probe_equal_fraction=cut(result.probe_equal_fraction),
         probe_swapped_fraction=cut(result.probe_swapped_fraction),
     )
