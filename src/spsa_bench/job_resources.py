@@ -12,6 +12,7 @@ wildcards (``a``, ``b``: its seed range).
 
 from __future__ import annotations
 
+from spsa_bench.config.limits import arms_per_replay
 from spsa_bench.config.records import Config
 from spsa_bench.config.scenarios import scenario_param_count
 
@@ -34,7 +35,7 @@ def seed_pairs(bench: Config, wildcards) -> int:
 
 
 def simulate_mem_mb(bench: Config, wildcards) -> int:
-    """simulate (a sweep's job too: its arms run one after another): about 140 MB of
+    """simulate: about 140 MB of
     libraries plus about 22 bytes per seed x pair, measured at most 209 MB at 100
     seeds x 30,000 pairs and 808 MB at 1000 (async-variable, the most)."""
     return fitted(145 + seed_pairs(bench, wildcards) * 23 // 1_000_000)
@@ -63,9 +64,15 @@ def sweep_seed_pairs(bench: Config, wildcards) -> int:
     return (chunk_seeds(wildcards) + tuning_share(bench)) * bench.num_pairs
 
 
-def sweep_mem_mb(bench: Config, wildcards) -> int:
-    """A sweep's job: :func:`simulate_mem_mb` of its rows, the tuning seeds included."""
-    return fitted(145 + sweep_seed_pairs(bench, wildcards) * 23 // 1_000_000)
+def sweep_mem_mb(bench: Config, wildcards, arms: int = 1) -> int:
+    """A sweep's job of ``arms`` arms: :func:`simulate_mem_mb` of the rows of its stacked
+    replay (spsa_bench.engine.stack: the arms it replays together, at most
+    :func:`~spsa_bench.config.limits.arms_per_replay`, each the chunk's seeds and its
+    share of the tuning seeds); measured 442 MB peak for 7 arms x 120 rows x 30,000
+    pairs (adam, async-variable), where the formula fits 724 MB."""
+    rows = chunk_seeds(wildcards) + tuning_share(bench)
+    stacked = arms_per_replay(arms, rows, bench.num_pairs)
+    return fitted(145 + stacked * sweep_seed_pairs(bench, wildcards) * 23 // 1_000_000)
 
 
 def sweep_runtime(bench: Config, wildcards, arms: int) -> int:

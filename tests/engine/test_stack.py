@@ -9,6 +9,8 @@ import pytest
 import yaml
 from conftest import DEFAULT_CONFIG, small_config_dict
 
+from spsa_bench.config import limits
+from spsa_bench.config.limits import MAX_STACKED_ROW_PAIRS, arms_per_replay
 from spsa_bench.config.loader import resolve
 from spsa_bench.engine import simulate as engine_simulate
 from spsa_bench.engine.replay import NonFiniteStateError
@@ -163,3 +165,29 @@ def test_tile_schedule_repeats_the_rows_and_keeps_broadcast_ones(config):
     tiled = tile_schedule(fixed, 2)
     np.testing.assert_array_equal(tiled.job_worker[4:], fixed.job_worker)
     np.testing.assert_array_equal(tiled.job_worker[:4], fixed.job_worker)
+
+
+def test_arms_per_replay_keeps_the_rows_within_the_cap():
+    # the default grid's sweep jobs: 100 + 20 seeds x 30,000 pairs, up to 7 arms at once
+    assert arms_per_replay(7, 120, 30_000) == 7
+    assert arms_per_replay(7, 1020, 30_000) == 1  # 1000-seed chunks: each arm alone
+    per_arm = 120 * 30_000
+    assert arms_per_replay(20, 120, 30_000) == MAX_STACKED_ROW_PAIRS // per_arm
+    assert arms_per_replay(20, 120, 30_000) * per_arm <= MAX_STACKED_ROW_PAIRS
+    assert arms_per_replay(3, 10**9, 30_000) == 1
+
+
+def test_arms_beyond_the_cap_are_stacked_in_groups(config, monkeypatch):
+    """A cap of two arms' rows: five arms replay as 2 + 2 + 1, each arm as alone."""
+    arms = arms_of(config, "sf-sgd-block")
+    rows = len(SEEDS) + len(EXTRA)
+    monkeypatch.setattr(limits, "MAX_STACKED_ROW_PAIRS", 2 * rows * config.num_pairs)
+    calls = []
+    real = engine_simulate.replay
+    monkeypatch.setattr(
+        engine_simulate, "replay", lambda *a, **k: calls.append(a[1].num_seeds) or real(*a, **k)
+    )
+    runs = replays(config, arms, "async-fixed", "mixed")
+    assert calls == [2 * rows, 2 * rows, rows] and list(runs) == arms
+    alone = replays(config, arms, "async-fixed", "mixed", stacked=False)
+    assert_same_runs(runs, alone, arms, "async-fixed", "mixed")

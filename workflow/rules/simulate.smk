@@ -1,7 +1,10 @@
 # Simulations: one job per optimizer arm x batch mode x scenario x seed chunk, except
 # that the arms of one hyperparameter sweep share a job (rule simulate_sweep_<name>):
 # a sweep's arms differ in one number, and one process for all of them pays the
-# Python start-up and reads the schedule once instead of once per arm.
+# Python start-up and reads the schedule once instead of once per arm. The job
+# replays its arms together, one replay of arms x seeds rows (spsa_bench.engine.stack:
+# the per-event work outside the optimizer's update is paid once for every arm), each
+# arm's run bit-identical to its own replay (docs/benchmark.md, "Sweeps").
 # The run files are temp() (common.smk, run_file): Snakemake deletes them once combine
 # has written results/benchmark.nc, unless the configuration sets keep_run_files: true.
 # With a `tuning` section, each sweep job also replays its share of the tuning seeds
@@ -86,7 +89,7 @@ for _sweep, _arms in SWEEP_ARMS.items():
             ENV
         threads: 1
         resources:
-            mem_mb=per_chunk(res.sweep_mem_mb),
+            mem_mb=per_chunk(res.sweep_mem_mb, len(_arms)),
             runtime=per_chunk(res.sweep_runtime, len(_arms)),
         # tuning_seeds only with a tuning section (without one the jobs are as before)
         params:

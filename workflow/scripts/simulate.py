@@ -35,7 +35,7 @@ if Path(spsa_bench.__file__).resolve().parent != (SRC / "spsa_bench").resolve():
     sys.exit(f"spsa_bench imported from {spsa_bench.__file__}, not from this repository's {SRC}")
 
 from spsa_bench import workflow as grid  # noqa: E402
-from spsa_bench.config.limits import check_memory, run_bytes  # noqa: E402
+from spsa_bench.config.limits import arms_per_replay, check_memory, run_bytes  # noqa: E402
 from spsa_bench.config.loader import resolve, scenario_param_count  # noqa: E402
 from spsa_bench.dispatch.storage import read_schedule  # noqa: E402
 from spsa_bench.engine.simulate import held_out, simulate_runs_held_out  # noqa: E402
@@ -86,12 +86,13 @@ def main() -> None:
 
 
 def cell_bytes(config, w, extra_seeds: int = 0, arms: int = 1) -> int:
-    """The job's memory estimate: its rows are every arm's (the arms of a sweep are
-    replayed stacked, spsa_bench.engine.stack), each the chunk's seeds and the tuning
-    seeds."""
+    """The job's memory estimate: a replay's rows are those of the arms it stacks
+    (spsa_bench.engine.stack, at most config.limits.arms_per_replay of them), each arm
+    the chunk's seeds and the tuning seeds."""
     params = scenario_param_count(config.scenario(w.scenario))
     seeds = int(w.b) - int(w.a) + 1 + extra_seeds
-    return run_bytes(arms * seeds, config.num_pairs, config.checkpoints, params)
+    stacked = arms_per_replay(arms, seeds, config.num_pairs)
+    return run_bytes(stacked * seeds, config.num_pairs, config.checkpoints, params)
 
 
 def job_schedule(config, w, first: int, last: int):

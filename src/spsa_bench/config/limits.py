@@ -13,7 +13,9 @@ Memory of one run (``simulate``) of ``S`` seeds, ``N`` pairs, ``C`` checkpoints 
 30 bytes per seed x pair is the measured peak of the asynchronous schedules
 (docs/cluster.md); the recorded trajectories hold theta and the two extras of the
 schedule-free arms per parameter plus a few scalars per checkpoint; 32 N covers
-the per-pair tables some arms build (block SPSA: 2 N + 2 gains).
+the per-pair tables some arms build (block SPSA: 2 N + 2 gains). A sweep job's
+stacked replay (:mod:`spsa_bench.engine.stack`) counts ``S`` as its rows: the seeds
+(and held-out seeds) times the arms it stacks, at most :func:`arms_per_replay`.
 """
 
 from __future__ import annotations
@@ -48,6 +50,23 @@ def run_bytes(seeds: int, num_pairs: int, checkpoints: int, params: int) -> int:
     """Estimated peak memory of one run (formula in the module docstring)."""
     per_seed = BYTES_PER_SEED_PAIR * num_pairs + 8 * checkpoints * (3 * params + 8)
     return BASE_BYTES + 32 * num_pairs + seeds * per_seed
+
+
+#: Most rows x pairs one stacked replay holds: its memory grows with them like a replay
+#: of that many seeds (about 14 bytes per row x pair measured on async-variable, 442 MB
+#: for 7 arms x 120 rows x 30,000 pairs; :func:`run_bytes` counts 30), so a
+#: sweep's arms are stacked in groups of at most this many row x pairs (the default
+#: grid's 100 + 20 seeds x 30,000 pairs: up to 8 arms at once).
+MAX_STACKED_ROW_PAIRS = 30_000_000
+
+
+def arms_per_replay(arms: int, rows: int, num_pairs: int) -> int:
+    """How many of a sweep job's ``arms`` one stacked replay
+    (:mod:`spsa_bench.engine.stack`) of ``rows`` rows per arm (seeds and held-out seeds)
+    holds: as many as keep ``arms x rows x num_pairs`` within
+    :data:`MAX_STACKED_ROW_PAIRS`, at least one (an arm alone is an ordinary replay)."""
+    per_arm = max(rows * num_pairs, 1)
+    return max(1, min(arms, MAX_STACKED_ROW_PAIRS // per_arm))
 
 
 def available_bytes() -> int:

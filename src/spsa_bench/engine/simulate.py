@@ -11,6 +11,7 @@ import numpy as np
 
 from spsa_bench import optimizers
 from spsa_bench.config.derived import check_gains
+from spsa_bench.config.limits import arms_per_replay
 from spsa_bench.config.loader import (
     DEFAULT_ROUNDING,
     BatchMode,
@@ -354,21 +355,31 @@ def simulate_runs_held_out(
     configuration it runs from: a sweep job's arms, which differ in their
     hyperparameters only), in the order given.
 
-    With ``stacked`` (the default) the arms are replayed in one replay of arms x rows
-    (:mod:`spsa_bench.engine.stack`) when they can share one: the same run settings
-    (budget, checkpoints, signal, entropy, iteration counter, batch mode, scenario),
-    the same Hessian match and the same probe ``c`` at every iteration; each arm's run
-    and held-out losses are then bit-identical to its own replay's. Otherwise, and when
-    the stacked replay stops on a non-finite state (so that the error names the arm),
-    each arm is replayed alone."""
-    if stacked and len(configs) > 1:
-        runs = _simulate_stacked(configs, batch_mode, scenario, schedules)
-        if runs is not None:
-            return runs
-    return {
-        arm: _simulate_run(config, arm, config.batch_mode(batch_mode), scenario, schedules)
-        for arm, config in configs.items()
-    }
+    With ``stacked`` (the default) the arms are replayed together, one replay of arms x
+    rows (:mod:`spsa_bench.engine.stack`) for each group of
+    :func:`~spsa_bench.config.limits.arms_per_replay` arms, when they can share one: the
+    same run settings (budget, checkpoints, signal, entropy, iteration counter, batch
+    mode, scenario), the same Hessian match and the same probe ``c`` at every
+    iteration; each arm's run and held-out losses are then bit-identical to its own
+    replay's. Otherwise, and when the stacked replay stops on a non-finite state (so
+    that the error names the arm), each arm of the group is replayed alone."""
+    names = list(configs)
+    size = 1
+    if stacked:
+        size = arms_per_replay(
+            len(names), schedules.replayed.num_seeds, next(iter(configs.values())).num_pairs
+        )
+    runs = {}
+    for first in range(0, len(names), size):
+        group = {name: configs[name] for name in names[first : first + size]}
+        stacked_runs = None
+        if len(group) > 1:
+            stacked_runs = _simulate_stacked(group, batch_mode, scenario, schedules)
+        runs |= stacked_runs or {
+            arm: _simulate_run(config, arm, config.batch_mode(batch_mode), scenario, schedules)
+            for arm, config in group.items()
+        }
+    return runs
 
 
 def _run_settings(config: Config, arm: OptimizerArm, batch_mode: str, scenario: str):
