@@ -80,7 +80,9 @@ def test_a_stacked_sweep_equals_its_arms_replayed_alone(config, sweep, mode, mon
     calls = []
     real = engine_simulate.replay
     monkeypatch.setattr(
-        engine_simulate, "replay", lambda *a, **k: calls.append(a[1].num_seeds) or real(*a, **k)
+        engine_simulate,
+        "replay",
+        lambda *a, **k: calls.append(a[1].num_seeds * k.get("copies", 1)) or real(*a, **k),
     )
     stacked = replays(config, arms, mode, "tune-16-stc")
     # one replay of every arm's rows (job seeds and held-out seeds), not one per arm
@@ -113,7 +115,9 @@ def test_arms_that_cannot_share_a_replay_are_replayed_alone(config, monkeypatch)
     calls = []
     real = engine_simulate.replay
     monkeypatch.setattr(
-        engine_simulate, "replay", lambda *a, **k: calls.append(a[1].num_seeds) or real(*a, **k)
+        engine_simulate,
+        "replay",
+        lambda *a, **k: calls.append(a[1].num_seeds * k.get("copies", 1)) or real(*a, **k),
     )
     for other in ("spsa-counted", "spsa-wide"):
         calls.clear()
@@ -185,7 +189,9 @@ def test_arms_beyond_the_cap_are_stacked_in_groups(config, monkeypatch):
     calls = []
     real = engine_simulate.replay
     monkeypatch.setattr(
-        engine_simulate, "replay", lambda *a, **k: calls.append(a[1].num_seeds) or real(*a, **k)
+        engine_simulate,
+        "replay",
+        lambda *a, **k: calls.append(a[1].num_seeds * k.get("copies", 1)) or real(*a, **k),
     )
     runs = replays(config, arms, "async-fixed", "mixed")
     assert calls == [2 * rows, 2 * rows, rows] and list(runs) == arms

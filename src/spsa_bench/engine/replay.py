@@ -48,6 +48,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from spsa_bench.dispatch.schedule import Schedule
+from spsa_bench.engine.stack import tile_bowl, tile_schedule
 from spsa_bench.model import pentanomial, streams
 from spsa_bench.model.bowl import SeedBowls, TrueBowl
 from spsa_bench.model.developer import DeveloperView
@@ -170,7 +171,7 @@ class _Seeds:
     def __init__(
         self,
         flips_by_job: np.ndarray,
-        draws: streams.MatchWindow,
+        draws: streams.MatchWindow | _TiledDraws,
         hessian_flips_by_job: np.ndarray | None = None,
         **arrays,
     ):
@@ -192,36 +193,50 @@ class _Seeds:
         realized: bool = False,
         identical: bool = False,
         hessian: bool = False,
+        copies: int = 1,
     ) -> _Seeds:
         """The random streams, the schedule's per-job arrays and their arrival-order
         views, and empty worker slots, for every seed of ``schedule`` (slots for the
         realized half-differences only when ``realized``; the Hessian match's flips and
         slots only when ``hessian``). ``identical``: every seed has the same schedule
-        (:meth:`Schedule.identical_seeds`)."""
+        (:meth:`Schedule.identical_seeds`). ``copies``: the rows are that many blocks of
+        ``schedule``'s seeds (a stacked replay, :mod:`spsa_bench.engine.stack`); the
+        streams and views are built once per seed and repeated, the match draws read
+        once per seed (:class:`_TiledDraws`)."""
         n_seeds, n_workers = schedule.num_seeds, schedule.num_workers
         flips, hessian_flips = _flip_streams(schedule, entropy, n_params, hessian)
         longest_job = int(schedule.job_pairs.max(initial=0))
         # jobs common to every seed: a job's draws are one (pair, seed) block
         pieces = schedule.job_lead is not None  # BATCHED: jobs in pieces (may have holes)
         pair_major = (identical or n_seeds == 1) and not pieces
-        return cls(
-            origin=np.arange(n_seeds),
-            flips_by_job=flips,  # job-major: each dispatch reads one contiguous block
-            draws=streams.MatchWindow(
-                entropy,
-                schedule.seeds,
-                schedule.num_pairs,
-                width=max(PAIR_MAJOR_WINDOW if pair_major else MATCH_WINDOW, 4 * longest_job),
-                longest_job=longest_job,
-                pair_major=pair_major,
-            ),
-            job_pairs=schedule.job_pairs,
-            job_offset=schedule.job_offset,
-            job_worker=schedule.job_worker,
-            n_jobs=schedule.n_jobs,
-            hessian_flips_by_job=hessian_flips,
+        draws = streams.MatchWindow(
+            entropy,
+            schedule.seeds,
+            schedule.num_pairs,
+            width=max(PAIR_MAJOR_WINDOW if pair_major else MATCH_WINDOW, 4 * longest_job),
+            longest_job=longest_job,
+            pair_major=pair_major,
+        )
+        per_seed = {
+            "job_pairs": schedule.job_pairs,
+            "job_offset": schedule.job_offset,
+            "job_worker": schedule.job_worker,
+            "n_jobs": schedule.n_jobs,
             **_schedule_views(schedule, iteration_counter, identical, pieces),
-            **_empty_slots(n_seeds, n_workers, n_params, realized, hessian, pieces),
+        }
+        if copies > 1:
+            draws = _TiledDraws(draws, copies)
+            flips = np.tile(flips, (1, copies, 1))  # (job, seed, param): seeds on axis 1
+            if hessian_flips is not None:
+                hessian_flips = np.tile(hessian_flips, (1, copies, 1))
+            per_seed = {name: _repeat_rows(values, copies) for name, values in per_seed.items()}
+        return cls(
+            origin=np.arange(n_seeds * copies),
+            flips_by_job=flips,  # job-major: each dispatch reads one contiguous block
+            draws=draws,
+            hessian_flips_by_job=hessian_flips,
+            **per_seed,
+            **_empty_slots(n_seeds * copies, n_workers, n_params, realized, hessian, pieces),
         )
 
     def _derive(self) -> None:
@@ -256,6 +271,37 @@ class _Seeds:
             self.hessian_flips_by_job = self.hessian_flips_by_job[:, rows]
         self.draws.keep(rows)
         self._derive()
+
+
+def _repeat_rows(values: np.ndarray, copies: int) -> np.ndarray:
+    """``values``' rows repeated ``copies`` times, block after block; rows broadcast
+    from one (stride 0) stay broadcast, read-only."""
+    if values.ndim and values.strides[0] == 0 and values.shape[0] > 1:
+        return np.broadcast_to(values[:1], (values.shape[0] * copies,) + values.shape[1:])
+    return np.tile(values, (copies,) + (1,) * (values.ndim - 1))
+
+
+class _TiledDraws:
+    """The match draws of a stacked replay's rows (``copies`` blocks of the same seeds,
+    :mod:`spsa_bench.engine.stack`): every block's row ``i`` reads seed ``i``'s draws at
+    the same offsets, so they are read once, from a window over one block's seeds, and
+    repeated. Compaction keeps the same seeds in every block, so the first block's
+    kept rows are the window's."""
+
+    def __init__(self, window: streams.MatchWindow, copies: int):
+        self.window, self.copies = window, copies
+        self.pair_major = window.pair_major
+
+    def block(self, offset: int, size: int) -> np.ndarray:
+        draws = self.window.block(offset, size)
+        return np.tile(draws, (1, self.copies) if self.pair_major else (self.copies, 1))
+
+    def segments(self, offsets: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+        rows = offsets.shape[0] // self.copies
+        return np.tile(self.window.segments(offsets[:rows], sizes[:rows]), self.copies)
+
+    def keep(self, rows: np.ndarray) -> None:
+        self.window.keep(rows[: rows.shape[0] // self.copies])
 
 
 def _flip_streams(schedule: Schedule, entropy: int, n_params: int, hessian: bool) -> tuple:
@@ -352,20 +398,25 @@ class _Replay:
         checkpoints: int,
         noise: NoiseModel,
         rounding: str,
+        copies: int = 1,
     ):
-        self.optimizer, self.schedule, self.bowl, self.view = optimizer, schedule, bowl, view
-        self.noise = noise
         if isinstance(bowl, SeedBowls) and bowl.num_seeds != schedule.num_seeds:
             raise ValueError(
                 f"{bowl.num_seeds} per-seed bowls for a schedule of {schedule.num_seeds} seeds"
             )
+        base = schedule  # one block of rows (``copies`` of them: engine.stack)
+        if copies > 1:
+            schedule = tile_schedule(base, copies)
+            bowl = tile_bowl(bowl, base.num_seeds, copies)
+        self.optimizer, self.schedule, self.bowl, self.view = optimizer, schedule, bowl, view
+        self.noise = noise
         self.rounding = Rounding(rounding, view.integer, entropy, schedule.seeds)
         self.probe_equal = np.zeros(schedule.num_seeds, dtype=np.int64)
         self.probe_swapped = np.zeros(schedule.num_seeds, dtype=np.int64)
-        n_seeds, n_params = schedule.num_seeds, view.num_params
+        n_params = view.num_params
         self.n_events = schedule.arrival_job.shape[1]
         self.signal_scale = 1.0 if signal == "raw" else 1.0 / (2.0 * np.sqrt(n_params))
-        identical = n_seeds > 1 and schedule.identical_seeds()
+        identical = base.num_seeds > 1 and base.identical_seeds()
         self._init_hessian(entropy, rounding)
         self.pieces = schedule.job_lead is not None
         if self.pieces and self.hessian:
@@ -374,16 +425,17 @@ class _Replay:
                 "in pieces) is not modelled"
             )
         self.seeds = _Seeds.from_schedule(
-            schedule,
+            base,
             entropy,
             iteration_counter,
             n_params,
             realized=self.rounding.active,
             identical=identical,
             hessian=self.hessian,
+            copies=copies,
         )
         self._init_dispatch()
-        self._init_outputs(checkpoints, identical)
+        self._init_outputs(checkpoints, identical, base, copies)
 
     def _init_hessian(self, entropy: int, rounding: str) -> None:
         """spsa-2's Hessian match (module docstring): its share of each job, c~ / c, and
@@ -423,7 +475,7 @@ class _Replay:
             shape = (rows.shape[0], schedule.num_seeds, self.view.num_params)
             self.c_by_job = np.broadcast_to(rows[:, None, :], shape)
 
-    def _init_outputs(self, checkpoints: int, identical: bool) -> None:
+    def _init_outputs(self, checkpoints: int, identical: bool, base: Schedule, copies: int) -> None:
         """The checkpoint grid and the events that record it, the optimizer's state, and
         the empty outputs: checkpoints, outcome counts and the step norms the last-100
         mean reads."""
@@ -431,10 +483,10 @@ class _Replay:
         n_seeds, n_params = schedule.num_seeds, self.view.num_params
         self.grid = pairs_grid(schedule.num_pairs, checkpoints)
         if identical:  # every seed records at the same events: find them once
-            event_of = _checkpoint_events(schedule.first_seed(), self.grid)
+            event_of = _checkpoint_events(base.first_seed(), self.grid)
             event_of = np.broadcast_to(event_of, (n_seeds, self.grid.shape[0]))
-        else:
-            event_of = _checkpoint_events(schedule, self.grid)
+        else:  # once per seed of one block of rows
+            event_of = _repeat_rows(_checkpoint_events(base, self.grid), copies)
         self.recorder = _Recorder(event_of, self.n_events)
         self.position = np.arange(n_seeds)
         self.state = optimizer.init(n_seeds)
@@ -862,6 +914,7 @@ def replay(
     compact: bool = True,
     noise: NoiseModel = VENDORED,
     rounding: str = "none",
+    copies: int = 1,
 ) -> RunResult:
     """Run ``optimizer`` over ``schedule`` for all its seeds at once (see the module docstring).
 
@@ -873,7 +926,11 @@ def replay(
     ``rounding`` is how the worker rounds the view's integer parameters
     (:data:`spsa_bench.model.rounding.ROUNDING_MODES`; default ``"none"``).
     ``bowl`` may be one bowl for every seed or a :class:`SeedBowls` with one row per
-    seed of ``schedule``.
+    seed of ``schedule``. ``copies``: the replay's rows are that many blocks of
+    ``schedule``'s seeds, block after block (the stacked arms of
+    :mod:`spsa_bench.engine.stack`, whose ``optimizer`` updates each block with its
+    arm); each row is its seed's replay, the seeds' streams, schedule views and match
+    draws built once and repeated; the result has ``copies x seeds`` rows.
     """
     if signal not in SIGNALS:
         raise ValueError(f"signal must be one of {SIGNALS}, got {signal!r}")
@@ -888,6 +945,7 @@ def replay(
         checkpoints=checkpoints,
         noise=noise,
         rounding=rounding,
+        copies=copies,
     )
     return loop.run(compact, progress)
 

@@ -24,7 +24,7 @@ from spsa_bench.config.loader import (
 from spsa_bench.dispatch import kpis
 from spsa_bench.dispatch.schedule import PER_SEED_FIELDS, Schedule, sync_schedule
 from spsa_bench.engine.replay import NonFiniteStateError, RunResult, replay
-from spsa_bench.engine.stack import stack, tile_bowl, tile_schedule
+from spsa_bench.engine.stack import stack
 from spsa_bench.model.bowl import ParamTable, Problem, build_problem
 from spsa_bench.model.developer import DeveloperView
 from spsa_bench.model.instances import TruthPrior, draw_instances
@@ -420,8 +420,8 @@ def _simulate_stacked(
     try:
         result = replay(
             optimizer,
-            tile_schedule(schedule, count),
-            tile_bowl(replayed.bowl, rows, count),
+            schedule,
+            replayed.bowl,
             replayed.view,
             entropy=shared.entropy,
             signal=shared.signal,
@@ -429,6 +429,7 @@ def _simulate_stacked(
             checkpoints=shared.checkpoints,
             noise=noise,
             rounding=scenario_rounding(shared, scenario),
+            copies=count,
         )
     except NonFiniteStateError:
         return None  # replayed alone, each arm's failure names the arm
