@@ -197,3 +197,22 @@ def test_arms_beyond_the_cap_are_stacked_in_groups(config, monkeypatch):
     assert calls == [2 * rows, 2 * rows, rows] and list(runs) == arms
     alone = replays(config, arms, "async-fixed", "mixed", stacked=False)
     assert_same_runs(runs, alone, arms, "async-fixed", "mixed")
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_one_seed_job_stacked_equals_its_arms_alone(config, mode):
+    """One seed and no held-out rows: the stacked replay takes the one-seed replay's
+    paths (its decisions are taken on one block of rows, not on the stack)."""
+    arms = arms_of(config, "spsa-block")
+    schedules = held_out(config, config.batch_mode(mode), [7], [])
+    runs = {
+        stacked: simulate_runs_held_out(
+            {arm: config for arm in arms},
+            batch_mode=mode,
+            scenario="tune-16-stc",
+            schedules=schedules,
+            stacked=stacked,
+        )
+        for stacked in (True, False)
+    }
+    assert_same_runs(runs[True], runs[False], arms, mode, "tune-16-stc")
