@@ -304,6 +304,11 @@ class _TiledDraws:
         self.window.keep(rows[: rows.shape[0] // self.copies])
 
 
+def _take_rows(slots: np.ndarray, flat: np.ndarray) -> np.ndarray:
+    """``slots[r, s]`` ``(row, slot, param)`` at the flat indices ``r * slots + s``."""
+    return slots.reshape(-1, slots.shape[2]).take(flat, axis=0)
+
+
 def _flip_streams(schedule: Schedule, entropy: int, n_params: int, hessian: bool) -> tuple:
     """Every seed's job-major flips ``(job, seed, param)`` and, when ``hessian``, the
     Hessian match's flips from the seed's own ``"hessian"`` stream (the flips are
@@ -782,12 +787,14 @@ class _Replay:
             c, flip = seeds.slot_c[:, slot].copy(), seeds.slot_flip[:, slot].copy()
             realized = seeds.slot_realized[:, slot].copy() if active else None
             return c, flip, seeds.slot_result[:, slot], realized
-        slot, rows = seeds.arrival_worker[:, event], seeds.rows
-        realized = seeds.slot_realized[rows, slot] if active else None
+        # each row's slot as one index into the (row x slot) axis: a take of whole rows,
+        # cheaper than the (row, slot) fancy index at a few hundred rows
+        flat = seeds.rows * seeds.slot_c.shape[1] + seeds.arrival_worker[:, event]
+        realized = _take_rows(seeds.slot_realized, flat) if active else None
         return (
-            seeds.slot_c[rows, slot],
-            seeds.slot_flip[rows, slot],
-            seeds.slot_result[rows, slot],
+            _take_rows(seeds.slot_c, flat),
+            _take_rows(seeds.slot_flip, flat),
+            seeds.slot_result.reshape(-1).take(flat),
             realized,
         )
 

@@ -43,14 +43,9 @@ def _blocks(rows: int, arms: int) -> list[slice]:
 
 
 def _split(record, block: slice):
-    """The rows in ``block`` of every array field of ``record`` (a state or a report:
-    a NamedTuple of per-row arrays; ``None`` and scalar fields as they are), as views."""
-    return type(record)(
-        *(
-            field[block] if isinstance(field, np.ndarray) and field.ndim else field
-            for field in record
-        )
-    )
+    """The rows in ``block`` of every field of ``record`` (a state or a report: a
+    NamedTuple of per-row arrays, a report's absent fields ``None``), as views."""
+    return record._make([None if field is None else field[block] for field in record])
 
 
 def _join(parts: Sequence):
