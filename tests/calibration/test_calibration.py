@@ -345,6 +345,50 @@ def test_a_time_control_shift_moves_the_verified_gain_to_the_tests_time_control(
     )
 
 
+def test_start_tuned_at_plays_the_tunes_own_time_control_optimum_from_an_earlier_one():
+    """With the start values last tuned at STC (``start_tuned_at``) and a shift, a tune
+    at VLTC plays the VLTC optimum (the instances' drawn one moved two steps), its gain
+    is read there, and its moves differ from a tune whose optimum is drawn at VLTC; a
+    tune at STC itself replays exactly as without the option (the same moves; the gain
+    the same number up to rounding: read through the time-control view)."""
+    from spsa_bench.calibration.simulate import played_bowls, tuned_prior, verified_gain
+    from spsa_bench.model.bowl import TIME_CONTROLS
+    from spsa_bench.model.instances import draw_instances, elo_at_time_control
+
+    family = PriorFamily(
+        {"inactive_fraction": 0.0, "time_control_shift": {"spread": 1.0, "tuned_at": "STC"}},
+        (FreeNumber("elo_at_stake.median", 1, 10),),
+    )
+    vltc = dataclasses.replace(_test("fixed", elo=1.0, error=1.0), label="VLTC")
+    setting = tune_setting(_record("2020-o", [vltc]), (20000,), "LTC")
+    setting = dataclasses.replace(setting, time_control="VLTC")  # tuned and verified at VLTC
+    assert setting.verification_time_control == "VLTC"
+    block = parse_block(setting.block_text)
+    prior = tuned_prior(family.prior([4.0]), "STC")
+    bowls = draw_instances(prior, block.start, block.min, block.max, block.c_end, 5, range(32))
+    assert played_bowls(bowls, setting) is bowls
+    played = played_bowls(bowls, setting, "STC")
+    np.testing.assert_array_equal(
+        played.theta_peak, bowls.tc_theta_peak[TIME_CONTROLS.index("VLTC")]
+    )
+    assert np.abs(played.theta_peak - bowls.theta_peak).max() > 0.5 * block.c_end.min()
+    start = np.tile(block.start, (32, 1))
+    final = np.clip(start + block.c_end, block.min, block.max)
+    np.testing.assert_array_equal(
+        verified_gain(bowls, start, final, setting, "STC"),
+        elo_at_time_control(bowls, final, "VLTC") - elo_at_time_control(bowls, start, "VLTC"),
+    )
+    values = np.array([[4.0]])
+    origin = simulate_tune(setting, family, values, [1, 2, 3], 3, SYNC, start_tuned_at="STC")
+    own = simulate_tune(setting, family, values, [1, 2, 3], 3, SYNC)
+    assert not np.array_equal(origin[..., 1:], own[..., 1:])
+    stc = dataclasses.replace(setting, time_control="STC", verification_time_control="STC")
+    origin = simulate_tune(stc, family, values, [1, 2, 3], 3, SYNC, start_tuned_at="STC")
+    own = simulate_tune(stc, family, values, [1, 2, 3], 3, SYNC)
+    np.testing.assert_array_equal(origin[..., 1:], own[..., 1:])
+    np.testing.assert_allclose(origin[..., 0], own[..., 0], rtol=0, atol=1e-9)
+
+
 def test_a_simulated_tune_commits_integers_where_the_record_did():
     """Parameters whose record holds whole start and final values are committed rounded
     (half to even), scaled decimals stay as exported; a record without a block (a

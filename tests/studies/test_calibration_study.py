@@ -28,6 +28,10 @@ def test_the_shipped_calibration_config_parses():
     assert [f[0] for f in section.free] == list(raw["calibration"]["free"])
     assert section.batch_settings == raw["batch_modes"][raw["calibration"]["batch_mode"]]
     assert section.default_games == "corpus"
+    assert section.start_tuned_at is None  # each tune's start drawn at its own time control
+    raw["calibration"]["start_tuned_at"] = "STC"
+    raw["calibration"]["fixed"]["time_control_shift"] = {"spread": 0.5}
+    assert parse(resolve(raw)).start_tuned_at == "STC"
 
 
 @pytest.mark.parametrize(
@@ -50,6 +54,8 @@ def test_the_shipped_calibration_config_parses():
         ),  # fmt: skip
         (lambda c: c.update({"batch_mode": "nope"}), "calibration.batch_mode"),
         (lambda c: c["fixed"].update({"plateau": {}}), "no truth prior"),
+        (lambda c: c.update({"start_tuned_at": "XTC"}), "calibration.start_tuned_at"),
+        (lambda c: c.update({"start_tuned_at": "STC"}), "needs a time_control_shift"),
     ],
 )
 def test_section_refusals_name_the_key(edit, message):

@@ -66,6 +66,7 @@ def calibrate(
     default_time_control: str,
     step_spread: float = 0.0,
     param_step_spread: float = 0.0,
+    start_tuned_at: str | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> Calibration:
     """The calibration of ``records`` (module docstring)."""
@@ -83,7 +84,7 @@ def calibrate(
             progress(f"fit: {settings[i].name} ({settings[i].games:,} games, {draws} draws)")
         simulated[i] = simulate_tune(
             settings[i], family, values, seeds, entropy, batch_mode, step_spread,
-            param_step_spread,
+            param_step_spread, start_tuned_at,
         )  # fmt: skip
     log_params = np.log([s.params for s in settings])
     observed = np.stack([s.observed for s in settings])
@@ -104,8 +105,9 @@ def calibrate(
             if progress is not None:
                 progress(f"predict: {setting.name} ({setting.games:,} games)")
             rows = simulate_tune(
-                setting, family, kept, seeds, entropy, batch_mode, step_spread, param_step_spread
-            )
+                setting, family, kept, seeds, entropy, batch_mode, step_spread,
+                param_step_spread, start_tuned_at,
+            )  # fmt: skip
         samples[i] = rows.reshape(-1, len(STATS))
     return Calibration(
         settings=settings,

@@ -316,13 +316,15 @@ def simulate_tune(
     batch_mode: dict,
     step_spread: float = 0.0,
     param_step_spread: float = 0.0,
+    start_tuned_at: str | None = None,
 ) -> np.ndarray:
     """The statistics of ``setting`` simulated at every prior draw ``values`` ``(draw,
     free)`` and seed, ``(draw, seed, stat)``: seed slot ``i`` plays
     ``budgets[i mod len(budgets)]`` games with every ``r_end`` times its step multiplier
     (:func:`step_multipliers`) and, with ``param_step_spread``, each parameter's
     ``c_end`` times its own multiplier (:func:`param_multipliers`); one replay per
-    distinct setting (module docstring)."""
+    distinct setting (module docstring). ``start_tuned_at`` (a time control, or ``None``:
+    the tune's own) is where the instances' offsets are drawn (:func:`played_bowls`)."""
     seeds = [int(s) for s in seeds]
     out = np.full((values.shape[0], len(seeds), len(STATS)), np.nan)
     gain = np.full((values.shape[0], len(seeds)), np.nan)
@@ -338,7 +340,7 @@ def simulate_tune(
         chosen = [i for i in range(len(seeds)) if (budget[i], step[i], own[i]) == key]
         out[:, chosen], gain[:, chosen] = _simulate_at(
             setting, family, values, [seeds[i] for i in chosen], entropy, batch_mode, games,
-            multiplier, c_steps[chosen[0]],
+            multiplier, c_steps[chosen[0]], start_tuned_at,
         )  # fmt: skip
     test = setting.verification
     if test is not None and test.test == "sprt" and np.isfinite(setting.se):
@@ -405,8 +407,9 @@ def scaled_block(text: str, multiplier: float, c_multipliers: np.ndarray | None 
 
 
 def _simulate_at(
-    setting, family, values, seeds, entropy, batch_mode, games, multiplier=1.0, c_steps=None
-) -> tuple[np.ndarray, np.ndarray]:
+    setting, family, values, seeds, entropy, batch_mode, games, multiplier=1.0, c_steps=None,
+    start_tuned_at=None,
+) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
     """:func:`simulate_tune` at one budget in one replay: the statistics ``(draw, seed,
     stat)`` (the verification Elo as a fixed-games test) and the true gains ``(draw,
     seed)``. The tune plays each ``c_end`` times its ``c_steps`` entry; the landscape and the
@@ -425,7 +428,8 @@ def _simulate_at(
     bowls = stack_bowls(
         [
             draw_instances(
-                tuned_prior(family.prior(v), setting.time_control), block.start, block.min,
+                tuned_prior(family.prior(v), start_tuned_at or setting.time_control),
+                block.start, block.min,
                 block.max, block.c_end, config.entropy, seeds,
             )
             for v in values
@@ -435,12 +439,12 @@ def _simulate_at(
     setup = prepare(
         config, "tune", config.batch_mode("calibration"), rows, prior=family.prior(values[0])
     )
-    problem = dataclasses.replace(setup.problem, bowl=bowls)
+    problem = dataclasses.replace(setup.problem, bowl=played_bowls(bowls, setting, start_tuned_at))
     setup = dataclasses.replace(setup, problem=problem)
     result = setup.replay(config.optimizer("spsa"))
     final = committed_values(setting, result.theta[:, -1])
     start = np.tile(block.start, (rows.size, 1))
-    gain = verified_gain(bowls, start, final, setting)
+    gain = verified_gain(bowls, start, final, setting, start_tuned_at)
     normal = np.array(
         [
             np.random.default_rng(
@@ -464,14 +468,32 @@ def tuned_prior(prior: TruthPrior, time_control: str) -> TruthPrior:
     return dataclasses.replace(prior, tc_tuned_at=time_control)
 
 
-def verified_gain(bowls, start, final, setting: TuneSetting) -> np.ndarray:
+def played_bowls(bowls, setting: TuneSetting, start_tuned_at: str | None = None):
+    """The instances as the tune plays them: ``bowls`` themselves when their optimum is
+    drawn at the tune's own time control (``start_tuned_at`` ``None``, :func:`tuned_prior`),
+    else their optimum at the tune's time control. With ``start_tuned_at = STC`` and a
+    ``time_control_shift`` of spread ``d``, a tune at VLTC plays the optimum
+    ``theta_peak + 2 d delta c_end`` (clipped to the block's range): the start values,
+    last tuned at STC, are further from it, so there is more at stake at longer time
+    controls (an assumption, off by default: docs/calibration.md)."""
+    if start_tuned_at is None or bowls.tc_theta_peak is None:
+        return bowls
+    return bowls.at_time_control(setting.time_control)
+
+
+def verified_gain(
+    bowls, start, final, setting: TuneSetting, start_tuned_at: str | None = None
+) -> np.ndarray:
     """The true gain of each row's tune from ``start`` to ``final`` at the time control
     its verification test played (:func:`verification_time_control`): where the
     instances have a ``time_control_shift`` the optimum there is not the tuned one
     (:func:`~spsa_bench.model.instances.elo_at_time_control`), so a tune can gain at its
-    own time control and lose at the test's; without one, ``loss(start) - loss(final)``."""
+    own time control and lose at the test's; without one, ``loss(start) - loss(final)``.
+    With ``start_tuned_at`` the instances' own optimum is that time control's, so the
+    gain is always read at the test's time control."""
     at = setting.verification_time_control or setting.time_control
-    if bowls.tc_theta_peak is None or at == setting.time_control:
+    own = start_tuned_at is None and at == setting.time_control
+    if bowls.tc_theta_peak is None or own:
         return bowls.elo_loss(start) - bowls.elo_loss(final)
     return elo_at_time_control(bowls, final, at) - elo_at_time_control(bowls, start, at)
 
@@ -496,6 +518,7 @@ __all__ = [
     "committed_values",
     "fishtest_games",
     "nearest_time_control",
+    "played_bowls",
     "selected_elo",
     "scaled_block",
     "simulate_tune",

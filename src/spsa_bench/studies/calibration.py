@@ -51,6 +51,7 @@ def run_calibration(
         default_time_control=section.default_time_control,
         step_spread=section.step_spread,
         param_step_spread=section.param_step_spread,
+        start_tuned_at=section.start_tuned_at,
         progress=progress,
     )
     ds = calibration_dataset(config, section, family, result, seeds, digest)
@@ -69,6 +70,8 @@ def run_calibration(
             "default_time_control": section.default_time_control,
             "step_spread": section.step_spread,
             "param_step_spread": section.param_step_spread,
+            # only when set: the records of sections without it stay as they were
+            **({"start_tuned_at": section.start_tuned_at} if section.start_tuned_at else {}),
         },
     )
     ds.attrs["calibrated_truth"] = json.dumps(record, sort_keys=True)
@@ -210,6 +213,7 @@ def _calibration_attrs(section, result, seeds, digest: str) -> dict:
         "default_time_control": section.default_time_control,
         "step_spread": section.step_spread,
         "param_step_spread": section.param_step_spread,
+        "start_tuned_at": section.start_tuned_at or "each tune's own time control",
         "fixed_truth": json.dumps(section.fixed, sort_keys=True),
         "free_ranges": json.dumps([list(f) for f in section.free]),
         "assumption": (

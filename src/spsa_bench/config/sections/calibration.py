@@ -11,6 +11,7 @@ docs/calibration.md)::
       default_time_control: LTC    # a tune whose time control is unknown
       step_spread: 0               # log-sd of a per-instance factor on every r_end
       param_step_spread: 0         # log-sd of a per-instance, per-parameter factor on c_end
+      start_tuned_at: null         # STC/LTC/VLTC: where every tune's start was last tuned
       fixed: {inactive_fraction: 0.25, plateau: {width: 1}}   # a truth mapping
       free:                        # 1 to 4 dotted truth keys: range, log-uniform or not
         elo_at_stake.median: {low: 0.5, high: 20, log: true}
@@ -55,6 +56,7 @@ DEFAULTS = {
     "default_time_control": "LTC",
     "step_spread": 0.0,
     "param_step_spread": 0.0,
+    "start_tuned_at": None,
     "fixed": {},
 }
 
@@ -70,6 +72,10 @@ class CalibrationSection:
     default_time_control: str
     step_spread: float
     param_step_spread: float
+    #: the time control every tune's start values were last tuned at (its offsets are
+    #: drawn there; a tune at another time control plays the optimum the family's
+    #: ``time_control_shift`` moves there); ``None``: each tune's own time control
+    start_tuned_at: str | None
     fixed: dict
     free: tuple[tuple[str, float, float, bool], ...]  # (key, low, high, log)
 
@@ -77,7 +83,8 @@ class CalibrationSection:
 def with_value(fixed: dict, key: str, value: float) -> dict:
     """``fixed`` with the dotted ``key`` set to ``value``; a ``time_control_shift``
     without ``tuned_at`` gets STC there, a placeholder: each simulated tune is tuned at
-    its own time control (:func:`spsa_bench.calibration.simulate.tuned_prior`)."""
+    its own time control (:func:`spsa_bench.calibration.simulate.tuned_prior`), or at the
+    section's ``start_tuned_at``."""
     out = copy.deepcopy(fixed)
     head, _, tail = key.partition(".")
     if tail:
@@ -132,6 +139,19 @@ def parse(config: Config) -> CalibrationSection | None:
         raise ConfigError(
             f"{KEY}.default_games = {games!r}: must be corpus or an integer in [1000, 3200000]"
         )
+    start = raw["start_tuned_at"]
+    if start is not None and start not in TIME_CONTROLS:
+        raise ConfigError(
+            f"{KEY}.start_tuned_at = {start!r}: must be null or one of {', '.join(TIME_CONTROLS)}"
+        )
+    shifted = "time_control_shift" in fixed or any(
+        f[0].startswith("time_control_shift.") for f in free
+    )
+    if start is not None and not shifted:
+        raise ConfigError(
+            f"{KEY}.start_tuned_at = {start}: needs a time_control_shift in {KEY}.fixed or "
+            f"{KEY}.free (without one every time control has the same optimum)"
+        )
     if not 0 < raw["accept"] <= 1:
         raise ConfigError(f"{KEY}.accept = {raw['accept']!r}: must be in (0, 1]")
     return CalibrationSection(
@@ -144,6 +164,7 @@ def parse(config: Config) -> CalibrationSection | None:
         default_time_control=raw["default_time_control"],
         step_spread=float(raw["step_spread"]),
         param_step_spread=float(raw["param_step_spread"]),
+        start_tuned_at=start,
         fixed=fixed,
         free=tuple(free),
     )

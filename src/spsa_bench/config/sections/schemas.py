@@ -296,6 +296,15 @@ CALIBRATION = _object(
             minimum=0,
             maximum=2,
         ),
+        "start_tuned_at": {
+            "enum": ["STC", "LTC", "VLTC", None],
+            "description": (
+                "the time control every tune's start values were last tuned at: each "
+                "instance's offsets are drawn there and a tune at another time control "
+                "plays the optimum the family's time_control_shift moves there (needs one); "
+                "null (default): each tune's start is drawn at its own time control"
+            ),
+        },
         "fixed": {"type": "object", "description": "the fixed part of the truth mapping"},
         "free": {
             "type": "object",
