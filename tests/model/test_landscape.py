@@ -156,6 +156,22 @@ def test_the_gain_at_the_start_is_the_drawn_total_whatever_the_block_size(extra)
     assert np.all(start_loss(small) > 0)
 
 
+def test_the_total_grows_with_the_block_as_its_params_exponent_says():
+    """``params_exponent`` b: the start's gain is the exponent-0 total times ``(P /
+    30)^b``, the same draws otherwise (7 and 120 parameters: factors 0.233^b and
+    4^b); at b = 0 the draw is bit for bit the one without the key."""
+    for size in (7, 120):
+        base = start_loss(draw(STAKE, range(20), size))
+        grown = {"elo_at_stake": {**STAKE["elo_at_stake"], "params_exponent": 0.5}}
+        np.testing.assert_allclose(
+            start_loss(draw(grown, range(20), size)), base * (size / 30) ** 0.5, rtol=1e-12
+        )
+        zero = {"elo_at_stake": {**STAKE["elo_at_stake"], "params_exponent": 0}}
+        np.testing.assert_array_equal(start_loss(draw(zero, range(20), size)), base)
+    with pytest.raises(PriorError, match="params_exponent"):
+        TruthPrior.from_mapping({"elo_at_stake": {"median": 2.0, "params_exponent": 3}})
+
+
 def test_the_total_is_lognormal_with_the_stated_median_and_spread():
     n = 2000
     log_total = np.log(start_loss(draw(STAKE, range(n), 10)))

@@ -121,6 +121,12 @@ TRUTH = _object(
                     exclusiveMinimum=0,
                     maximum=1e4,
                 ),
+                "params_exponent": _num(
+                    "the median total grows as (P / 30) to this power, P the block's parameter "
+                    "count, so median is that of a 30-parameter block (default 0: any block)",
+                    minimum=-2,
+                    maximum=2,
+                ),
             },
             required=("median",),
         ),

@@ -45,7 +45,9 @@ off leaves every draw above bit for bit as it was)::
   ``normal`` offsets (the same numbers at a seed) and ``V ~ chi2(df)``: a Student-t with
   ``df`` degrees of freedom, ``P(|t| > x) ~ x^-df`` in the tail.
 * ``elo_at_stake``: the Elo the instance gains from its start to its optimum is a total
-  ``T = median * exp(sigma * N(0, 1))`` (lognormal), drawn per instance and shared
+  ``T = median * (P / 30)^params_exponent * exp(sigma * N(0, 1))`` (lognormal; ``P``
+  the block's parameter count, ``params_exponent`` 0 by default: the same total for any
+  block, and then bit for bit the draw without the key), drawn per instance and shared
   over the active parameters with Dirichlet(``concentration``) shares ``s_i``: the
   per-parameter Elo per ``c_end`` becomes ``e_i = kappa * s_i`` (the ``elo_per_c_end``
   values are not used) with ``kappa = T / L0``, ``L0`` the instance's loss at its start
@@ -143,6 +145,9 @@ PRIOR_KEYS = (
 #: Defaults of the optional keys of the landscape options (used when the option is given).
 DEFAULT_STAKE_SIGMA = 0.5
 DEFAULT_STAKE_CONCENTRATION = 0.3
+#: ``elo_at_stake.params_exponent``'s reference block: ``median`` is the median total
+#: Elo at stake of a block of this many parameters.
+STAKE_REFERENCE_PARAMS = 30
 DEFAULT_RIDGE_RATIO = 0.05
 
 
@@ -153,6 +158,7 @@ _OPTION_FIELDS = {
         "sigma": "stake_sigma",
         "concentration": "stake_concentration",
         "cap": "stake_cap",
+        "params_exponent": "stake_params_exponent",
     },
     "plateau": {"fraction": "plateau_fraction", "width": "plateau_width"},
     "ridge": {"fraction": "ridge_fraction", "ratio": "ridge_ratio"},
@@ -215,6 +221,8 @@ class TruthPrior:
     stake_concentration: float = DEFAULT_STAKE_CONCENTRATION
     #: ``elo_at_stake.cap``: the largest Elo per c_end a parameter may get (None: no cap)
     stake_cap: float | None = None
+    #: ``elo_at_stake.params_exponent``: the total grows as ``(P / 30)`` to this power
+    stake_params_exponent: float = 0.0
     plateau_fraction: float = 0.0
     plateau_width: float = 0.0
     ridge_fraction: float = 0.0
@@ -241,6 +249,9 @@ class TruthPrior:
             _number("truth.elo_at_stake.median", self.stake_median, high=1e4)
         _number("truth.elo_at_stake.sigma", self.stake_sigma, low=0.0, high=5.0)
         _number("truth.elo_at_stake.concentration", self.stake_concentration, low=0.01, high=1e4)
+        _number(
+            "truth.elo_at_stake.params_exponent", self.stake_params_exponent, low=-2.0, high=2.0
+        )
         if self.stake_cap is not None:
             _number("truth.elo_at_stake.cap", self.stake_cap, low=0.0, low_open=True)
             _number("truth.elo_at_stake.cap", self.stake_cap, high=1e4)
@@ -392,11 +403,14 @@ def draw_instances(
     sin = np.zeros((n_seeds, num_params)) if rotated else None
     n_inactive = prior.inactive_count(num_params)
     landscape = _Landscape(prior, n_seeds, num_params)
+    stake_scale = prior.stake_median
+    if stake_scale is not None and prior.stake_params_exponent != 0:
+        stake_scale *= (num_params / STAKE_REFERENCE_PARAMS) ** prior.stake_params_exponent
     for row, seed in enumerate(seeds):  # stream setup: each seed has its own generator
         rng = streams.generator(entropy, seed, "instance")
         extra = streams.generator(entropy, seed, "landscape") if landscape.on else None
         if prior.stake_median is not None:  # landscape 1. the total at stake
-            landscape.total[row] = prior.stake_median * math.exp(
+            landscape.total[row] = stake_scale * math.exp(
                 prior.stake_sigma * extra.standard_normal()
             )
         offset = _draw_offsets(prior, rng, extra, num_params)  # 1.

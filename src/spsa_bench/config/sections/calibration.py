@@ -40,6 +40,7 @@ FREE_KEYS = (
     "elo_at_stake.median",
     "elo_at_stake.sigma",
     "elo_at_stake.concentration",
+    "elo_at_stake.params_exponent",
     "offset.scale",
     "offset.df",
     "plateau.fraction",
