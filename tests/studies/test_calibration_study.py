@@ -134,3 +134,36 @@ def test_binomial_cdf_against_a_simulation_and_the_edges():
         share = float(np.mean(draws <= k))
         se = math.sqrt(share * (1 - share) / draws.size)
         assert abs(binomial_cdf(k, 24, 0.8) - share) < 4 * se + 1e-6
+
+
+def test_coverage_mc_se_is_the_bootstrap_spread_of_the_coverage():
+    """One tune observed at 0, 20 accepted draws of one instance, 3 of them at 0 and 17
+    at 1: a resample's 10% point is 0 (the tune inside) iff it holds at least 3 zeros
+    (numpy's linear quantile at position 1.9 of 20), so the coverage is Bernoulli(p),
+    p = P(Binomial(20, 0.15) >= 3), and its spread sqrt(p (1 - p)); constant draws give
+    0."""
+    import math
+
+    import numpy as np
+    import xarray as xr
+
+    from spsa_bench.analysis.calibration import MC_REPLICATES, coverage_mc_se
+
+    def dataset(values):
+        return xr.Dataset(
+            {
+                "samples": (("tune", "sample", "stat"), np.array(values, float)[None, :, None]),
+                "observed": (("tune", "stat"), np.zeros((1, 1))),
+                "split": ("tune", np.array(["held-out"], dtype=object)),
+            },
+            coords={"stat": ["verification_elo"]},
+            attrs={"instances_per_draw": 1},
+        )
+
+    se = coverage_mc_se(dataset([0.0] * 3 + [1.0] * 17))["mc_se"].iloc[0]
+    p = 1 - sum(math.comb(20, j) * 0.15**j * 0.85 ** (20 - j) for j in range(3))
+    spread = math.sqrt(p * (1 - p))
+    # the spread's standard error: |d sd / dp| * sqrt(p (1 - p) / replicates)
+    tolerance = 4 * abs(1 - 2 * p) / (2 * spread) * math.sqrt(p * (1 - p) / MC_REPLICATES)
+    assert abs(se - spread) < tolerance + 1e-3, (se, spread)
+    assert coverage_mc_se(dataset([0.0] * 20))["mc_se"].iloc[0] == 0.0

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -57,12 +58,53 @@ def binomial_cdf(k: int, n: int, p: float) -> float:
     return float(sum(math.comb(n, j) * p**j * (1.0 - p) ** (n - j) for j in range(k + 1)))
 
 
-def coverage_table(table: pd.DataFrame) -> pd.DataFrame:
+#: Bootstrap replicates of :func:`coverage_mc_se` and the key of its fixed stream.
+MC_REPLICATES = 200
+MC_KEY = 20261126
+
+
+def coverage_mc_se(ds: xr.Dataset, replicates: int = MC_REPLICATES) -> pd.DataFrame:
+    """Per split and statistic, ``mc_se``: the standard deviation of the coverage over
+    ``replicates`` bootstrap resamples of the accepted draws (each with its
+    ``instances_per_draw`` instances; the bands recomputed as the 10% and 90% points of
+    the resampled predictive sample). It measures the Monte-Carlo noise of the finite
+    posterior sample behind every band, not the whole of a rerun's (a rerun also draws
+    other hyper-prior values): docs/calibration.md compares it with reruns at other
+    entropies. One fixed stream (``SeedSequence(MC_KEY)``): the same file gives the
+    same numbers."""
+    samples = ds["samples"].values  # (tune, accepted draw x instance, stat)
+    per_draw = int(ds.attrs["instances_per_draw"])
+    n_tunes, n_samples, n_stats = samples.shape
+    draws = samples.reshape(n_tunes, n_samples // per_draw, per_draw, n_stats)
+    observed = ds["observed"].values
+    split = ds["split"].values.astype(str)
+    rng = np.random.default_rng(np.random.SeedSequence(MC_KEY))
+    picks = rng.integers(0, draws.shape[1], size=(replicates, draws.shape[1]))
+    rows = []
+    covered = np.empty((replicates, n_tunes, n_stats), dtype=bool)
+    for r in range(replicates):  # 200 small quantile calls: analysis, not a hot path
+        resampled = draws[:, picks[r]].reshape(n_tunes, -1, n_stats)
+        with np.errstate(invalid="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            low, high = np.nanquantile(resampled, [0.1, 0.9], axis=1)
+        covered[r] = (observed >= low) & (observed <= high)
+    for name in dict.fromkeys(split):
+        for k, stat in enumerate(ds["stat"].values):
+            tunes = (split == name) & np.isfinite(observed[:, k])
+            if tunes.any():
+                share = covered[:, tunes, k].mean(axis=1)
+                se = round(float(share.std()), 4)  # no 1e-16 from a constant coverage
+                rows.append({"split": name, "stat": str(stat), "mc_se": se})
+    return pd.DataFrame(rows)
+
+
+def coverage_table(table: pd.DataFrame, ds: xr.Dataset | None = None) -> pd.DataFrame:
     """Per split and statistic: tunes counted, the share inside the 10-90% band, and
     ``p_this_low``, the probability that a right band (each tune covered with
     probability 0.8, independently) covers this few or fewer: ``P(X <= covered)``,
     ``X ~ Binomial(tunes, 0.8)``. With two dozen tunes a right band misses 80% about
-    half the time; a small ``p_this_low`` says the band is too narrow or off."""
+    half the time; a small ``p_this_low`` says the band is too narrow or off. Given the
+    dataset ``ds``, also :func:`coverage_mc_se`'s ``mc_se``."""
     grouped = table.groupby(["split", "stat"], sort=False)["inside"]
     out = grouped.agg(tunes="size", covered="sum").reset_index()
     out["coverage"] = out["covered"] / out["tunes"]
@@ -70,6 +112,8 @@ def coverage_table(table: pd.DataFrame) -> pd.DataFrame:
         binomial_cdf(int(k), int(n), NOMINAL_COVERAGE)
         for k, n in zip(out["covered"], out["tunes"], strict=True)
     ]
+    if ds is not None:
+        out = out.merge(coverage_mc_se(ds), on=["split", "stat"], how="left")
     return out
 
 
@@ -96,7 +140,7 @@ def posterior_table(ds: xr.Dataset) -> pd.DataFrame:
 def calibration_markdown(table: pd.DataFrame, ds: xr.Dataset) -> str:
     """The posterior, the coverage and the per-tune table, with what they rest on."""
     a = ds.attrs
-    cover = coverage_table(table)
+    cover = coverage_table(table, ds)
     lines = [
         "# Calibration of the truth prior to the corpus of real tunes",
         "",
@@ -127,7 +171,9 @@ def calibration_markdown(table: pd.DataFrame, ds: xr.Dataset) -> str:
         "P(this low): the chance that a right band (each tune inside with probability "
         "0.8) covers this few tunes or fewer, binomial; with two dozen tunes a right band "
         "misses 80% about half the time, so a small value, not a coverage under 80%, says "
-        "the band is wrong.",
+        "the band is wrong. MC s.e.: the coverage's standard deviation over bootstrap "
+        "resamples of the accepted draws, the Monte-Carlo noise of this run's bands (a "
+        "rerun at another entropy varies somewhat more: docs/calibration.md).",
         "",
         markdown_table(
             cover,
@@ -137,6 +183,7 @@ def calibration_markdown(table: pd.DataFrame, ds: xr.Dataset) -> str:
                 "tunes": "tunes",
                 "covered": "covered",
                 "coverage": "coverage",
+                "mc_se": "MC s.e.",
                 "p_this_low": "P(this low)",
             },
         ),  # fmt: skip
