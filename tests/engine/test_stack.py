@@ -68,15 +68,10 @@ def replays(config, arms, mode, scenario, stacked=True, extra=EXTRA):
     )
 
 
-@pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("sweep", sorted(SWEEPS))
-def test_a_stacked_sweep_equals_its_arms_replayed_alone(config, sweep, mode, monkeypatch):
-    """Every kind of the default grid, every batch mode, a tune scenario (per-seed
-    bowls, stochastic rounding) and held-out rows: each arm's run variables and
-    held-out losses are those of its separate replay, bit for bit."""
-    arms = arms_of(config, sweep)
-    assert len(arms) >= 5
-    alone = replays(config, arms, mode, "tune-16-stc", stacked=False)
+@pytest.fixture
+def replayed_rows(monkeypatch):
+    """The rows of every replay the engine runs from here on (seeds x stacked copies),
+    in order: one entry per replay."""
     calls = []
     real = engine_simulate.replay
     monkeypatch.setattr(
@@ -84,6 +79,20 @@ def test_a_stacked_sweep_equals_its_arms_replayed_alone(config, sweep, mode, mon
         "replay",
         lambda *a, **k: calls.append(a[1].num_seeds * k.get("copies", 1)) or real(*a, **k),
     )
+    return calls
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("sweep", sorted(SWEEPS))
+def test_a_stacked_sweep_equals_its_arms_replayed_alone(config, sweep, mode, replayed_rows):
+    """Every kind of the default grid, every batch mode, a tune scenario (per-seed
+    bowls, stochastic rounding) and held-out rows: each arm's run variables and
+    held-out losses are those of its separate replay, bit for bit."""
+    arms = arms_of(config, sweep)
+    assert len(arms) >= 5
+    alone = replays(config, arms, mode, "tune-16-stc", stacked=False)
+    calls = replayed_rows
+    calls.clear()
     stacked = replays(config, arms, mode, "tune-16-stc")
     # one replay of every arm's rows (job seeds and held-out seeds), not one per arm
     assert calls == [len(arms) * (len(SEEDS) + len(EXTRA))]
@@ -110,15 +119,9 @@ def test_an_arms_rows_do_not_depend_on_the_other_arms_stacked(config, mode):
         assert_same_runs(replays(config, arms, mode, "mixed"), {c: target}, [c], mode, "mixed")
 
 
-def test_arms_that_cannot_share_a_replay_are_replayed_alone(config, monkeypatch):
+def test_arms_that_cannot_share_a_replay_are_replayed_alone(config, replayed_rows):
     """A different iteration counter or probe c: no stack, each arm alone (same runs)."""
-    calls = []
-    real = engine_simulate.replay
-    monkeypatch.setattr(
-        engine_simulate,
-        "replay",
-        lambda *a, **k: calls.append(a[1].num_seeds * k.get("copies", 1)) or real(*a, **k),
-    )
+    calls = replayed_rows
     for other in ("spsa-counted", "spsa-wide"):
         calls.clear()
         runs = replays(config, ["spsa", other], "async-variable", "mixed")
@@ -181,18 +184,12 @@ def test_arms_per_replay_keeps_the_rows_within_the_cap():
     assert arms_per_replay(3, 10**9, 30_000) == 1
 
 
-def test_arms_beyond_the_cap_are_stacked_in_groups(config, monkeypatch):
+def test_arms_beyond_the_cap_are_stacked_in_groups(config, monkeypatch, replayed_rows):
     """A cap of two arms' rows: five arms replay as 2 + 2 + 1, each arm as alone."""
     arms = arms_of(config, "sf-sgd-block")
     rows = len(SEEDS) + len(EXTRA)
     monkeypatch.setattr(limits, "MAX_STACKED_ROW_PAIRS", 2 * rows * config.num_pairs)
-    calls = []
-    real = engine_simulate.replay
-    monkeypatch.setattr(
-        engine_simulate,
-        "replay",
-        lambda *a, **k: calls.append(a[1].num_seeds * k.get("copies", 1)) or real(*a, **k),
-    )
+    calls = replayed_rows
     runs = replays(config, arms, "async-fixed", "mixed")
     assert calls == [2 * rows, 2 * rows, rows] and list(runs) == arms
     alone = replays(config, arms, "async-fixed", "mixed", stacked=False)
