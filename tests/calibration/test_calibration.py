@@ -99,6 +99,20 @@ def test_accept_keeps_the_closest_share_and_distances_skip_missing_summaries():
     assert fit.accept(np.array([3.0, 1.0, 2.0, 0.5]), 0.5).tolist() == [False, True, False, True]
 
 
+def test_model_shares_pools_the_families_and_counts_the_accepted_draws():
+    observed = np.array([0.0, 0.0])
+    # family 0 sits on the observation, family 1 one unit off, family 2 far away
+    near = np.array([[0.1, 0.0], [0.0, -0.2], [0.2, 0.1], [-0.1, 0.1]])
+    off = near + 1.0
+    far = near + 50.0
+    shares = fit.model_shares([near, off, far], observed, 0.5)  # 6 of 12 accepted
+    np.testing.assert_allclose(shares, [4 / 6, 2 / 6, 0.0])
+    # the scale is the pool's: the same family twice splits the acceptance evenly
+    np.testing.assert_allclose(fit.model_shares([off, off.copy()], observed, 0.5), [0.5, 0.5])
+    with pytest.raises(ValueError, match="at least one family"):
+        fit.model_shares([], observed, 0.5)
+
+
 def test_nearest_time_control():
     assert nearest_time_control("10+0.1", "LTC") == "STC"
     assert nearest_time_control("60+0.6", "STC") == "LTC"

@@ -17,6 +17,14 @@ absolute deviation of ``S_jk`` over the draws; the standard deviation when that 
 the summaries the observation has, and the ``ceil(accept * draws)`` draws of smallest
 distance (ties by index) are the posterior sample.
 
+**Model choice** (:func:`model_shares`): rejection ABC over several families at
+once (Grelaud et al. 2009). The draws of every family are pooled, the scales ``m_k``
+come from the pool, the closest ``ceil(accept * pooled draws)`` are accepted, and each
+family's share of them estimates its posterior probability under equal prior odds. It
+uses only the fit tunes' summaries, so a choice made with it is an in-sample one; the
+summaries are not sufficient, so a share is a guide, not a Bayes factor (Robert et
+al. 2011).
+
 **Coverage.** For each tune and statistic, the 10-90% band of the predictive sample
 (the statistic at every accepted draw and seed, :func:`bands`); a finite observation
 is covered when ``low <= observed <= high``; :func:`coverage` gives each statistic's
@@ -97,6 +105,18 @@ def accept(d: np.ndarray, share: float) -> np.ndarray:
     return mask
 
 
+def model_shares(simulated: list[np.ndarray], observed: np.ndarray, share: float) -> np.ndarray:
+    """Each family's share of the pooled accepted draws (module docstring, "Model
+    choice"): ``simulated`` one ``(draw, summary)`` array per family, ``observed``
+    ``(summary,)``; ``(family,)`` shares summing to 1."""
+    if not simulated:
+        raise ValueError("model choice needs at least one family")
+    pooled = np.concatenate(simulated, axis=0)
+    family = np.repeat(np.arange(len(simulated)), [s.shape[0] for s in simulated])
+    chosen = family[accept(distances(pooled, observed), share)]
+    return np.bincount(chosen, minlength=len(simulated)) / chosen.size
+
+
 def bands(samples: np.ndarray, levels=BAND) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(low, median, high)`` of ``samples`` ``(tune, sample, stat)`` over the sample
     axis (NaN samples ignored), each ``(tune, stat)``."""
@@ -121,4 +141,13 @@ def coverage(observed: np.ndarray, low: np.ndarray, high: np.ndarray):
     return inside, share, count
 
 
-__all__ = ["BAND", "SUMMARIES", "accept", "bands", "coverage", "distances", "summaries"]
+__all__ = [
+    "BAND",
+    "SUMMARIES",
+    "accept",
+    "bands",
+    "coverage",
+    "distances",
+    "model_shares",
+    "summaries",
+]
