@@ -250,6 +250,51 @@ def test_step_spread_plays_each_seed_at_its_own_r_end_multiplier():
         np.testing.assert_array_equal(spread[:, [i]], alone)
 
 
+def test_stratified_step_multipliers_take_each_stratum_once_in_a_keyed_order():
+    """Stratified: the n slots' log-factors are exactly the midpoint normal quantiles
+    ``spread * Phi^-1((k + 1/2) / n)``, each once, in an order that depends on the tune's
+    entropy and not on the seed numbers; the sampling is a stated choice, refused when
+    unknown; random sampling is unchanged by the option."""
+    from statistics import NormalDist
+
+    from spsa_bench.calibration.simulate import step_multipliers
+
+    n = 8
+    strata = sorted(1.3 * NormalDist().inv_cdf((k + 0.5) / n) for k in range(n))
+    for entropy in (3, 4):
+        logs = np.log(step_multipliers(entropy, range(n), 1.3, "stratified"))
+        np.testing.assert_allclose(sorted(logs), strata, rtol=1e-12, atol=1e-12)
+    orders = [np.argsort(np.log(step_multipliers(e, range(n), 1.3, "stratified")))
+              for e in (3, 4, 5)]  # fmt: skip
+    assert len({tuple(o) for o in orders}) > 1  # the order is the tune's own
+    np.testing.assert_array_equal(
+        step_multipliers(3, [10, 20, 30, 40], 1.0, "stratified"),
+        step_multipliers(3, [0, 1, 2, 3], 1.0, "stratified"),
+    )
+    assert step_multipliers(3, [5, 6], 0.5, "random") == step_multipliers(3, [5, 6], 0.5)
+    assert step_multipliers(3, [5, 6], 0.0, "stratified") == [1.0, 1.0]
+    with pytest.raises(ValueError, match="step sampling 'sorted'"):
+        step_multipliers(3, [5, 6], 0.5, "sorted")
+
+
+def test_simulate_tune_plays_the_stratified_multipliers():
+    """A stratified run is, slot by slot, the tune with every r_end times that slot's
+    stratified multiplier."""
+    from spsa_bench.calibration.simulate import scaled_block, step_multipliers, tune_entropy
+
+    family = PriorFamily({"inactive_fraction": 0.0}, (FreeNumber("elo_at_stake.median", 1, 10),))
+    values = np.array([[4.0]])
+    setting = tune_setting(_record("2020-s", [_test("fixed", elo=0.0, error=1.0)]), (1,), "LTC")
+    steps = step_multipliers(tune_entropy(3, "2020-s"), [5, 6], 1.0, "stratified")
+    both = simulate_tune(setting, family, values, [5, 6], 3, SYNC, step_spread=1.0,
+                         step_sampling="stratified")  # fmt: skip
+    for i, seed in enumerate((5, 6)):
+        scaled = dataclasses.replace(setting, block_text=scaled_block(setting.block_text, steps[i]))
+        np.testing.assert_array_equal(
+            both[:, [i]], simulate_tune(scaled, family, values, [seed], 3, SYNC)
+        )
+
+
 def test_param_step_spread_draws_one_keyed_log_normal_factor_per_seed_and_parameter():
     """Each seed's row is its own stream (seed 6 alone equals its row among [5, 6]); the
     log-factors have mean 0 and sd ``spread`` within their standard errors."""

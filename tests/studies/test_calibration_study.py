@@ -29,6 +29,7 @@ def test_the_shipped_calibration_config_parses():
     assert section.batch_settings == raw["batch_modes"][raw["calibration"]["batch_mode"]]
     assert section.default_games == "corpus"
     assert section.start_tuned_at is None  # each tune's start drawn at its own time control
+    assert section.step_sampling == raw["calibration"].get("step_sampling", "random")
     raw["calibration"]["start_tuned_at"] = "STC"
     raw["calibration"]["fixed"]["time_control_shift"] = {"spread": 0.5}
     assert parse(resolve(raw)).start_tuned_at == "STC"
@@ -55,6 +56,7 @@ def test_the_shipped_calibration_config_parses():
         (lambda c: c.update({"batch_mode": "nope"}), "calibration.batch_mode"),
         (lambda c: c["fixed"].update({"plateau": {}}), "no truth prior"),
         (lambda c: c.update({"start_tuned_at": "XTC"}), "calibration.start_tuned_at"),
+        (lambda c: c.update({"step_sampling": "sorted"}), "calibration.step_sampling"),
         (lambda c: c.update({"start_tuned_at": "STC"}), "needs a time_control_shift"),
     ],
 )

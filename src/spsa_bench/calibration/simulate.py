@@ -49,6 +49,10 @@ VERIFY_KEY = 0x5E
 SPRT_KEY = 1
 #: The spawn key of the step multipliers (:func:`step_multipliers`).
 STEP_KEY = 0x57E9
+#: The spawn key of the stratified step multipliers' order (:func:`step_multipliers`).
+STRATA_KEY = 0x5724
+#: How the step multipliers are drawn: at random per seed, or one per stratum.
+STEP_SAMPLINGS = ("random", "stratified")
 #: The spawn key of the per-parameter c_end multipliers (:func:`param_multipliers`).
 PARAM_STEP_KEY = 0xC0E5
 #: A simulated SPRT plays true gains clipped to this many Elo (the tilt of a test's
@@ -317,11 +321,12 @@ def simulate_tune(
     step_spread: float = 0.0,
     param_step_spread: float = 0.0,
     start_tuned_at: str | None = None,
+    step_sampling: str = "random",
 ) -> np.ndarray:
     """The statistics of ``setting`` simulated at every prior draw ``values`` ``(draw,
     free)`` and seed, ``(draw, seed, stat)``: seed slot ``i`` plays
     ``budgets[i mod len(budgets)]`` games with every ``r_end`` times its step multiplier
-    (:func:`step_multipliers`) and, with ``param_step_spread``, each parameter's
+    (:func:`step_multipliers`, drawn as ``step_sampling`` says) and, with ``param_step_spread``, each parameter's
     ``c_end`` times its own multiplier (:func:`param_multipliers`); one replay per
     distinct setting (module docstring). ``start_tuned_at`` (a time control, or ``None``:
     the tune's own) is where the instances' offsets are drawn (:func:`played_bowls`)."""
@@ -330,7 +335,7 @@ def simulate_tune(
     gain = np.full((values.shape[0], len(seeds)), np.nan)
     budget = [setting.budgets[i % len(setting.budgets)] for i in range(len(seeds))]
     tune_key = tune_entropy(entropy, setting.name)
-    step = step_multipliers(tune_key, seeds, step_spread)
+    step = step_multipliers(tune_key, seeds, step_spread, step_sampling)
     n_params = len(parse_block(setting.block_text))
     c_steps = param_multipliers(tune_key, seeds, n_params, param_step_spread)
     # with per-parameter multipliers every seed slot is its own setting
@@ -350,14 +355,36 @@ def simulate_tune(
     return out
 
 
-def step_multipliers(entropy: int, seeds: Sequence[int], spread: float) -> list[float]:
-    """One multiplier of the block's ``r_end`` per seed, ``exp(spread Z_s)`` with ``Z_s ~
-    N(0, 1)`` from ``SeedSequence(entropy, spawn_key=(STEP_KEY, s))`` (all 1.0 when
+def step_multipliers(
+    entropy: int, seeds: Sequence[int], spread: float, sampling: str = "random"
+) -> list[float]:
+    """One multiplier of the block's ``r_end`` per seed, ``exp(spread Z_s)`` (all 1.0 when
     ``spread`` is 0): the step of a real tune is known only as well as its block, whose
     ``c_end`` and ``r_end`` are mostly inferred from ``TUNE()``'s defaults (an author may
     have edited them on Fishtest unrecorded), so the section may let it vary by a
-    log-normal factor, an assumption stated with its value (docs/calibration.md)."""
-    return [float(f) for f in _log_normal_factors(entropy, STEP_KEY, seeds, 1, spread)[:, 0]]
+    log-normal factor, an assumption stated with its value (docs/calibration.md).
+
+    ``sampling`` ``random``: ``Z_s ~ N(0, 1)`` from ``SeedSequence(entropy,
+    spawn_key=(STEP_KEY, s))``, each seed on its own. ``stratified``: the ``n`` seeds
+    take the ``n`` strata of ``N(0, 1)`` once each, seed slot ``i`` the midpoint quantile
+    ``Z = Phi^-1((pi_i + 1/2) / n)`` with ``pi`` a permutation of ``0..n-1`` from
+    ``SeedSequence(entropy, spawn_key=(STEP_KEY, STRATA_KEY))`` (``entropy`` is the
+    tune's, so each tune pairs strata and slots, and so the budgets of
+    :func:`budget_levels`, in its own order): with a few instances per draw a tune's
+    factors then span the distribution at every entropy instead of by luck, at the cost
+    of making a slot's factor depend on the number of slots, as its budget already does
+    (Latin-hypercube sampling)."""
+    if sampling not in STEP_SAMPLINGS:
+        raise ValueError(f"step sampling {sampling!r}: must be one of {', '.join(STEP_SAMPLINGS)}")
+    if sampling == "random" or spread == 0:
+        return [float(f) for f in _log_normal_factors(entropy, STEP_KEY, seeds, 1, spread)[:, 0]]
+    from scipy.special import ndtri  # here: scipy is slow to import
+
+    n = len(seeds)
+    order = np.random.default_rng(
+        np.random.SeedSequence(entropy, spawn_key=(STEP_KEY, STRATA_KEY))
+    ).permutation(n)
+    return [float(f) for f in np.exp(spread * ndtri((order + 0.5) / n))]
 
 
 def _log_normal_factors(

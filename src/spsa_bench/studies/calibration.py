@@ -52,6 +52,7 @@ def run_calibration(
         step_spread=section.step_spread,
         param_step_spread=section.param_step_spread,
         start_tuned_at=section.start_tuned_at,
+        step_sampling=section.step_sampling,
         progress=progress,
     )
     ds = calibration_dataset(config, section, family, result, seeds, digest)
@@ -72,6 +73,11 @@ def run_calibration(
             "param_step_spread": section.param_step_spread,
             # only when set: the records of sections without it stay as they were
             **({"start_tuned_at": section.start_tuned_at} if section.start_tuned_at else {}),
+            **(
+                {"step_sampling": section.step_sampling}
+                if section.step_sampling != "random"
+                else {}
+            ),
         },
     )
     ds.attrs["calibrated_truth"] = json.dumps(record, sort_keys=True)
@@ -212,6 +218,7 @@ def _calibration_attrs(section, result, seeds, digest: str) -> dict:
         "default_games": section.default_games,
         "default_time_control": section.default_time_control,
         "step_spread": section.step_spread,
+        "step_sampling": section.step_sampling,
         "param_step_spread": section.param_step_spread,
         "start_tuned_at": section.start_tuned_at or "each tune's own time control",
         "fixed_truth": json.dumps(section.fixed, sort_keys=True),

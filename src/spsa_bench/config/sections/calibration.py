@@ -10,6 +10,7 @@ docs/calibration.md)::
       default_games: corpus        # a tune whose budget is unknown: corpus or a number
       default_time_control: LTC    # a tune whose time control is unknown
       step_spread: 0               # log-sd of a per-instance factor on every r_end
+      step_sampling: random        # random: a factor per instance; stratified: one per stratum
       param_step_spread: 0         # log-sd of a per-instance, per-parameter factor on c_end
       start_tuned_at: null         # STC/LTC/VLTC: where every tune's start was last tuned
       fixed: {inactive_fraction: 0.25, plateau: {width: 1}}   # a truth mapping
@@ -56,6 +57,7 @@ DEFAULTS = {
     "default_games": "corpus",
     "default_time_control": "LTC",
     "step_spread": 0.0,
+    "step_sampling": "random",
     "param_step_spread": 0.0,
     "start_tuned_at": None,
     "fixed": {},
@@ -72,6 +74,9 @@ class CalibrationSection:
     default_games: int | str  # a number of games, or "corpus"
     default_time_control: str
     step_spread: float
+    #: ``random`` (a factor per instance) or ``stratified`` (the instances take the
+    #: strata of the log-normal once each: ``calibration.simulate.step_multipliers``)
+    step_sampling: str
     param_step_spread: float
     #: the time control every tune's start values were last tuned at (its offsets are
     #: drawn there; a tune at another time control plays the optimum the family's
@@ -164,6 +169,7 @@ def parse(config: Config) -> CalibrationSection | None:
         default_games=games,
         default_time_control=raw["default_time_control"],
         step_spread=float(raw["step_spread"]),
+        step_sampling=raw["step_sampling"],
         param_step_spread=float(raw["param_step_spread"]),
         start_tuned_at=start,
         fixed=fixed,

@@ -290,6 +290,14 @@ CALIBRATION = _object(
             minimum=0,
             maximum=2,
         ),
+        "step_sampling": {
+            "enum": ["random", "stratified"],
+            "description": (
+                "how the instances draw step_spread's factor: random (default: each its "
+                "own) or stratified (the instances take the log-normal's strata once each, "
+                "in an order keyed by the tune)"
+            ),
+        },
         "param_step_spread": _num(
             "log-sd of a per-instance, per-parameter log-normal factor on every c_end a "
             "simulated tune plays (moves stay in the recorded c_end; default 0, off)",
