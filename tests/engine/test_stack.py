@@ -57,7 +57,7 @@ def assert_same_runs(runs, alone, arms, mode, scenario) -> None:
         )
 
 
-def replays(config, arms, mode, scenario, stacked=True, extra=EXTRA):
+def replays(config, arms, mode, scenario, stacked=True, extra=EXTRA, report=None):
     schedules = held_out(config, config.batch_mode(mode), SEEDS, extra)
     return simulate_runs_held_out(
         {arm: config for arm in arms},
@@ -65,6 +65,7 @@ def replays(config, arms, mode, scenario, stacked=True, extra=EXTRA):
         scenario=scenario,
         schedules=schedules,
         stacked=stacked,
+        report=report,
     )
 
 
@@ -122,10 +123,14 @@ def test_an_arms_rows_do_not_depend_on_the_other_arms_stacked(config, mode):
 def test_arms_that_cannot_share_a_replay_are_replayed_alone(config, replayed_rows):
     """A different iteration counter or probe c: no stack, each arm alone (same runs)."""
     calls = replayed_rows
+    why = {"spsa-counted": "run settings differ", "spsa-wide": "probes differ"}
     for other in ("spsa-counted", "spsa-wide"):
         calls.clear()
-        runs = replays(config, ["spsa", other], "async-variable", "mixed")
+        lines = []
+        runs = replays(config, ["spsa", other], "async-variable", "mixed", report=lines.append)
         assert calls == [len(SEEDS) + len(EXTRA)] * 2, other
+        assert len(lines) == 1 and lines[0].startswith(f"alone: spsa, {other} (")
+        assert why[other] in lines[0]
         alone = replays(config, ["spsa", other], "async-variable", "mixed", stacked=False)
         assert_same_runs(runs, alone, ["spsa", other], "async-variable", "mixed")
 
@@ -190,8 +195,14 @@ def test_arms_beyond_the_cap_are_stacked_in_groups(config, monkeypatch, replayed
     rows = len(SEEDS) + len(EXTRA)
     monkeypatch.setattr(limits, "MAX_STACKED_ROW_PAIRS", 2 * rows * config.num_pairs)
     calls = replayed_rows
-    runs = replays(config, arms, "async-fixed", "mixed")
+    lines = []
+    runs = replays(config, arms, "async-fixed", "mixed", report=lines.append)
     assert calls == [2 * rows, 2 * rows, rows] and list(runs) == arms
+    assert lines == [
+        f"stacked: {arms[0]}, {arms[1]} (one replay of 2 x {rows} rows)",
+        f"stacked: {arms[2]}, {arms[3]} (one replay of 2 x {rows} rows)",
+        f"alone: {arms[4]} (a group of one: at most 2 per replay)",
+    ]
     alone = replays(config, arms, "async-fixed", "mixed", stacked=False)
     assert_same_runs(runs, alone, arms, "async-fixed", "mixed")
 

@@ -72,7 +72,11 @@ def main() -> None:
     start = time.perf_counter()
     # the arms in one stacked replay where they can share one (else one after another)
     results = simulate_runs_held_out(
-        configs, batch_mode=w.batch_mode, scenario=w.scenario, schedules=schedules
+        configs,
+        batch_mode=w.batch_mode,
+        scenario=w.scenario,
+        schedules=schedules,
+        report=lambda line: print(line, file=sys.stderr),
     )
     print(f"{len(configs)} arms replayed ({time.perf_counter() - start:.2f} s)", file=sys.stderr)
     losses = {}

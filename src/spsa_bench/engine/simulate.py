@@ -350,6 +350,7 @@ def simulate_runs_held_out(
     scenario: str,
     schedules: HeldOut,
     stacked: bool = True,
+    report: Callable[[str], None] | None = None,
 ) -> dict[str, tuple[Layout, np.ndarray]]:
     """:func:`simulate_run_held_out` of every arm of ``configs`` (arm name -> the
     configuration it runs from: a sweep job's arms, which differ in their
@@ -362,7 +363,8 @@ def simulate_runs_held_out(
     mode, scenario), the same Hessian match and the same probe ``c`` at every
     iteration; each arm's run and held-out losses are then bit-identical to its own
     replay's. Otherwise, and when the stacked replay stops on a non-finite state (so
-    that the error names the arm), each arm of the group is replayed alone."""
+    that the error names the arm), each arm of the group is replayed alone. ``report``,
+    given, receives one line per group saying which it was, and why not stacked."""
     names = list(configs)
     size = 1
     if stacked:
@@ -370,11 +372,20 @@ def simulate_runs_held_out(
             len(names), schedules.replayed.num_seeds, next(iter(configs.values())).num_pairs
         )
     runs = {}
+    rows = schedules.replayed.num_seeds
     for first in range(0, len(names), size):
         group = {name: configs[name] for name in names[first : first + size]}
         stacked_runs = None
+        why = f"a group of one: at most {size} per replay" if stacked else "stacking off"
         if len(group) > 1:
-            stacked_runs = _simulate_stacked(group, batch_mode, scenario, schedules)
+            stacked_runs, why = _simulate_stacked(group, batch_mode, scenario, schedules)
+        if report is not None:
+            listed = ", ".join(group)
+            report(
+                f"stacked: {listed} (one replay of {len(group)} x {rows} rows)"
+                if stacked_runs
+                else f"alone: {listed} ({why})"
+            )
         runs |= stacked_runs or {
             arm: _simulate_run(config, arm, config.batch_mode(batch_mode), scenario, schedules)
             for arm, config in group.items()
@@ -398,23 +409,23 @@ def _run_settings(config: Config, arm: OptimizerArm, batch_mode: str, scenario: 
 
 def _simulate_stacked(
     configs: Mapping[str, Config], batch_mode: str, scenario: str, schedules: HeldOut
-) -> dict[str, tuple[Layout, np.ndarray]] | None:
-    """Every arm of ``configs`` from one stacked replay, or ``None`` when they cannot
-    share one (:func:`simulate_runs_held_out`)."""
+) -> tuple[dict[str, tuple[Layout, np.ndarray]] | None, str]:
+    """Every arm of ``configs`` from one stacked replay, or ``None`` and why not when
+    they cannot share one (:func:`simulate_runs_held_out`)."""
     shared = next(iter(configs.values()))
     arms = {name: config.optimizer(name) for name, config in configs.items()}
     settings = [
         _run_settings(configs[name], arm, batch_mode, scenario) for name, arm in arms.items()
     ]
     if any(setting != settings[0] for setting in settings[1:]):
-        return None
+        return None, "their run settings differ (budget, iteration counter, batch mode...)"
     problem, replayed = _problems(shared, scenario, schedules)
     built = [build_arm(configs[name], arm, replayed.view)[0] for name, arm in arms.items()]
     counter = settings[0][4]
     schedule = schedules.replayed
     optimizer = stack(built, np.unique(schedule.iter_local(counter)))
     if optimizer is None:
-        return None
+        return None, "their states, Hessian match or probes differ (engine.stack)"
     rows, count = schedule.num_seeds, len(built)
     noise = make_noise(shared, scenario)
     try:
@@ -431,8 +442,8 @@ def _simulate_stacked(
             rounding=scenario_rounding(shared, scenario),
             copies=count,
         )
-    except NonFiniteStateError:
-        return None  # replayed alone, each arm's failure names the arm
+    except NonFiniteStateError:  # replayed alone, each arm's failure names the arm
+        return None, "the stacked replay stopped on a non-finite state"
     mode = shared.batch_mode(batch_mode)
     runs = {}
     for k, (name, arm) in enumerate(arms.items()):
@@ -440,7 +451,7 @@ def _simulate_stacked(
             _rows(result, k * rows, (k + 1) * rows), arm_info=dict(built[k].info)
         )
         runs[name] = _arm_run(configs[name], arm, mode, scenario, schedules, problem, noise, block)
-    return runs
+    return runs, ""
 
 
 def _problems(config: Config, scenario: str, schedules: HeldOut) -> tuple[Problem, Problem]:
