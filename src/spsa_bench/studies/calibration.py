@@ -35,7 +35,9 @@ def run_calibration(
     from spsa_bench.calibration.prior import PriorFamily
     from spsa_bench.calibration.run import calibrate, packaged_corpus
     from spsa_bench.calibration.shipped import calibrated_record
+    from spsa_bench.results.provenance import start_git_state
 
+    start_git_state()  # the provenance of the code that runs, not of the tree at the end
     family = PriorFamily.of_section(section)
     records, digest = packaged_corpus()
     result = calibrate(
