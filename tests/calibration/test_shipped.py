@@ -31,3 +31,23 @@ def test_compare_reproduces_within_two_standard_errors_of_the_difference():
     assert compare(_record(edge, 0.3), shipped)[0][-1]
     assert not compare(_record(3.0 + 2.0 * math.sqrt(0.18) * 1.001, 0.3), shipped)[0][-1]
     assert not compare({"posterior": {}}, shipped)[0][-1]  # a key the new fit lacks
+
+
+def test_the_record_carries_the_accepted_draws_for_the_planner():
+    from types import SimpleNamespace
+
+    from spsa_bench.calibration.prior import FreeNumber, PriorFamily
+    from spsa_bench.calibration.shipped import calibrated_record
+
+    family = PriorFamily({"inactive_fraction": 0.0},
+                         (FreeNumber("elo_at_stake.median", 0.5, 10), FreeNumber("offset.scale", 0.5, 4)))  # fmt: skip
+    values = np.array([[1.0, 0.7], [2.0, 1.5], [9.0, 3.9], [3.0, 2.5]])
+    result = SimpleNamespace(values=values, accepted=np.array([True, True, False, True]),
+                             settings=(), fit_set=())  # fmt: skip
+    record = calibrated_record(result, family, digest="d", fitted_on={"split_year": 2022})
+    assert record["posterior_sample"] == [
+        {"elo_at_stake.median": 1.0, "offset.scale": 0.7},
+        {"elo_at_stake.median": 2.0, "offset.scale": 1.5},
+        {"elo_at_stake.median": 3.0, "offset.scale": 2.5},
+    ]
+    assert record["truth"]["offset"]["scale"] == 1.5  # the median, as before

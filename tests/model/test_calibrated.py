@@ -60,3 +60,23 @@ def test_the_shipped_report_draws_every_statistic(tmp_path):
     figure = calibration_figure(ds)
     with_data = [ax for ax in figure.axes if ax.collections]
     assert len(with_data) == ds.sizes["stat"]  # one panel per statistic, each with points
+
+
+def test_calibrated_truths_set_each_accepted_draw_on_the_fixed_truth(monkeypatch):
+    from spsa_bench.model import calibrated
+
+    fake = {
+        "truth": {"offset": {"scale": 1.0, "distribution": "normal"}, "inactive_fraction": 0.25},
+        "posterior_sample": [
+            {"offset.scale": 0.6, "inactive_fraction": 0.1},
+            {"offset.scale": 2.0, "inactive_fraction": 0.3},
+        ],  # fmt: skip
+    }
+    monkeypatch.setattr(calibrated, "calibrated_record", lambda: fake)
+    assert calibrated.calibrated_truths() == [
+        {"offset": {"scale": 0.6, "distribution": "normal"}, "inactive_fraction": 0.1},
+        {"offset": {"scale": 2.0, "distribution": "normal"}, "inactive_fraction": 0.3},
+    ]
+    assert fake["truth"]["offset"]["scale"] == 1.0  # the record is not modified
+    monkeypatch.setattr(calibrated, "calibrated_record", lambda: {"truth": fake["truth"]})
+    assert calibrated.calibrated_truths() == []

@@ -474,3 +474,54 @@ def test_the_stake_cap_bounds_every_curvature_and_only_binds_where_steeper():
     assert TruthPrior.from_mapping(
         TruthPrior.from_mapping(truth).to_dict()
     ) == TruthPrior.from_mapping(truth)
+
+
+def _bowl_arrays(bowl):
+    names = ("theta_peak", "elo_per_scale", "partner", "cos", "sin", "plateau", "tc_theta_peak")
+    return {n: getattr(bowl, n) for n in names if getattr(bowl, n) is not None}
+
+
+def test_posterior_instances_draw_seed_s_from_prior_s_mod_k():
+    """Seed s's bowl is the one its prior (priors[s mod K]) draws at that seed alone, so
+    it depends on neither the other seeds nor their priors; one prior is draw_instances
+    exactly; the priors differ, so a mix-up of rows would show."""
+    from spsa_bench.model.instances import draw_posterior_instances
+
+    block = parse_block(synthetic_tune(6))
+    args = (block.start, block.min, block.max, block.c_end, 11)
+    priors = [
+        TruthPrior.from_mapping(
+            {"offset": {"scale": scale}, "plateau": {"fraction": 0.5, "width": 1}}
+        )
+        for scale in (0.5, 2.0, 4.0)
+    ]
+    seeds = [0, 1, 2, 3, 4, 7, 9]
+    mixed = draw_posterior_instances(priors, *args, seeds)
+    for row, seed in enumerate(seeds):
+        alone = draw_instances(priors[seed % 3], *args, [seed])
+        for name, values in _bowl_arrays(alone).items():
+            np.testing.assert_array_equal(getattr(mixed, name)[row : row + 1], values, name)
+    one = draw_posterior_instances(priors[:1], *args, seeds)
+    plain = draw_instances(priors[0], *args, seeds)
+    for name, values in _bowl_arrays(plain).items():
+        np.testing.assert_array_equal(getattr(one, name), values, name)
+    offsets = np.abs(mixed.theta_peak - block.start) / block.c_end
+    assert offsets[[0, 3]].mean() < offsets[[2, 4]].mean()  # scale 0.5 against 4.0
+    with pytest.raises(ValueError, match="at least one prior"):
+        draw_posterior_instances([], *args, seeds)
+
+
+def test_make_problem_takes_a_sequence_of_priors_as_the_posterior_predictive():
+    from spsa_bench.model.instances import draw_posterior_instances
+
+    config = resolve(small_config_dict())
+    scenario = next(n for n in config.scenarios if "fishtest_params" in config.scenario(n)
+                    or "synthetic_tune" in config.scenario(n))  # fmt: skip
+    priors = [TruthPrior.from_mapping({"offset": {"scale": s}}) for s in (0.5, 3.0)]
+    problem = make_problem(config, scenario, [0, 1, 2, 3], prior=priors)
+    view = problem.view
+    expected = draw_posterior_instances(
+        priors, view.theta_start, view.theta_min, view.theta_max, view.c_dev, config.entropy,
+        [0, 1, 2, 3],
+    )  # fmt: skip
+    np.testing.assert_array_equal(problem.bowl.theta_peak, expected.theta_peak)

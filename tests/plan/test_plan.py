@@ -293,3 +293,27 @@ def test_a_time_control_shift_gives_the_gain_at_every_time_control():
     assert "at LTC (the optimum moved" not in text
     flat = plan_markdown(run_plan(small_spec()))
     assert "no `time_control_shift`: one truth at every time control" in flat
+
+
+def test_prior_draws_give_each_instance_its_draws_optimum_and_say_so():
+    """With the calibration's accepted draws the plan's instance s is the bowl draw
+    s mod K gives at that seed (theta_peak of plan.nc), and plan.md says the instances
+    come from the draws."""
+    from spsa_bench.config.param_block import parse_block
+    from spsa_bench.model.instances import draw_instances
+
+    draws = (TruthPrior(offset_scale=0.5), TruthPrior(offset_scale=4.0))
+    spec = small_spec(prior=TruthPrior(offset_scale=2.0), prior_draws=draws,
+                      prior_source="calibrated: a test fit")  # fmt: skip
+    ds = run_plan(spec)
+    from spsa_bench.plan.run import plan_config
+
+    block = parse_block(BLOCK)
+    entropy = plan_config(spec, spec.games).entropy
+    peaks = ds["theta_peak"].values
+    for seed in range(spec.seeds):
+        alone = draw_instances(draws[seed % 2], block.start, block.min, block.max,
+                               block.c_end, entropy, [seed])  # fmt: skip
+        np.testing.assert_array_equal(peaks[seed], alone.theta_peak[0])
+    assert int(ds.attrs["truth_prior_draws"]) == 2
+    assert "each instance is a bowl drawn from one of those draws" in plan_markdown(ds)

@@ -50,3 +50,25 @@ def test_a_bad_time_control_shift_is_refused_naming_the_flag(value, capsys):
         _args("--time-control-shift", value)
     assert exit_info.value.code == 2
     assert "--time-control-shift" in capsys.readouterr().err
+
+
+def test_the_calibrated_prior_brings_its_accepted_draws_with_the_shift(monkeypatch):
+    """prior_draws_of: one prior per accepted draw of the record (each with the given
+    time-control shift), none for the assumed prior."""
+    import dataclasses
+
+    from spsa_bench.cli.plan import prior_draws_of
+    from spsa_bench.model import calibrated
+
+    truths = [
+        {**calibrated_truth(), "offset": {**calibrated_truth()["offset"], "scale": s}}
+        for s in (0.6, 1.5)
+    ]
+    monkeypatch.setattr(calibrated, "calibrated_truths", lambda: truths)
+    draws = prior_draws_of(_args("--time-control-shift", "0.5", "--time-control", "LTC"))
+    assert draws == tuple(
+        dataclasses.replace(TruthPrior.from_mapping(t), tc_spread=0.5, tc_tuned_at="LTC")
+        for t in truths
+    )
+    assert prior_draws_of(_args("--prior", "assumed")) == ()
+    assert prior_draws_of(_args("--offset-scale", "3")) == ()

@@ -54,9 +54,14 @@ def calibrated_record(result, family, *, digest: str, fitted_on: dict) -> dict:
         + ", ".join(f"{k} = {summary[k]['median']:.3g}" for k in family.keys)
         + " at the median of the accepted draws; a fit by simulation, not a measurement"
     )
+    kept = np.asarray(result.values)[np.asarray(result.accepted, dtype=bool)]
     return {
         "truth": truth,
         "posterior": summary,
+        # the accepted draws themselves: the planner draws its instances from them
+        "posterior_sample": [
+            {key: float(row[i]) for i, key in enumerate(family.keys)} for row in kept
+        ],
         "fitted_on": {**fitted_on, "corpus_digest": digest, "fit_tunes": fit_names},
         "statement": statement,
     }

@@ -38,8 +38,13 @@ from spsa_bench.calibration.selection import row_keys, simulate_sprt
 from spsa_bench.calibration.stats import STATS, chosen_test, observed_stats, simulated_stats
 from spsa_bench.config.param_block import parse_block, synthetic_tune
 from spsa_bench.corpus.records import TuneRecord, Verification
-from spsa_bench.model.bowl import TIME_CONTROLS, SeedBowls
-from spsa_bench.model.instances import TruthPrior, draw_instances, elo_at_time_control
+from spsa_bench.model.bowl import TIME_CONTROLS
+from spsa_bench.model.instances import (
+    TruthPrior,
+    draw_instances,
+    elo_at_time_control,
+    stack_bowls,
+)
 from spsa_bench.model.time_control import tc_limit
 
 #: Fishtest's SPSA defaults where a record does not say (A as a share of N).
@@ -277,38 +282,6 @@ def tune_config(setting: TuneSetting, entropy: int, batch_mode: dict, games: int
         "optimizers": {"spsa": spsa},
     }
     return resolve(raw)
-
-
-def stack_bowls(bowls: Sequence[SeedBowls]) -> SeedBowls:
-    """The bowls of several draws as one, rows in order; an option off in some draws
-    is filled with its neutral value (no rotation, no plateau, one optimum at every
-    time control)."""
-    first = bowls[0]
-
-    def field(name, neutral):
-        values = [getattr(b, name) for b in bowls]
-        if all(v is None for v in values):
-            return None
-        return np.concatenate(
-            [neutral(b) if v is None else v for b, v in zip(bowls, values, strict=True)],
-            axis=1 if name == "tc_theta_peak" else 0,
-        )
-
-    return SeedBowls(
-        theta_peak=np.concatenate([b.theta_peak for b in bowls]),
-        elo_per_scale=np.concatenate([b.elo_per_scale for b in bowls]),
-        scale=first.scale,
-        partner=field("partner", lambda b: np.tile(np.arange(b.theta_peak.shape[1]),
-                                                   (b.theta_peak.shape[0], 1))),
-        cos=field("cos", lambda b: np.ones_like(b.theta_peak)),
-        sin=field("sin", lambda b: np.zeros_like(b.theta_peak)),
-        peak_elo=first.peak_elo,
-        plateau=field("plateau", lambda b: np.zeros_like(b.theta_peak)),
-        tc_theta_peak=field(
-            "tc_theta_peak", lambda b: np.broadcast_to(b.theta_peak, (len(TIME_CONTROLS),
-                                                                       *b.theta_peak.shape))
-        ),
-    )  # fmt: skip
 
 
 def simulate_tune(

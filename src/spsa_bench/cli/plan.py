@@ -316,7 +316,7 @@ def prior_of(args: argparse.Namespace):
     from spsa_bench.model.instances import TruthPrior
 
     given = [flag for key, flag in _ASSUMED_FLAGS if getattr(args, key) is not None]
-    kind = args.prior or ("assumed" if given else "calibrated")
+    kind = _prior_kind(args)
     if kind == "calibrated":
         if given:
             raise ConfigError(
@@ -345,6 +345,24 @@ def prior_of(args: argparse.Namespace):
     return _with_shift(prior, args), (
         "assumed: the hand-set prior of docs/plan.md, not fitted to any tune"
     )
+
+
+def _prior_kind(args: argparse.Namespace) -> str:
+    given = [flag for key, flag in _ASSUMED_FLAGS if getattr(args, key) is not None]
+    return args.prior or ("assumed" if given else "calibrated")
+
+
+def prior_draws_of(args: argparse.Namespace) -> tuple:
+    """The calibration's accepted draws as priors (each with ``--time-control-shift``'s
+    spread, as :func:`prior_of`'s), from which the planner draws its instances: the
+    posterior predictive; none for the assumed prior (its instances come from the one
+    prior)."""
+    from spsa_bench.model.calibrated import calibrated_truths
+    from spsa_bench.model.instances import TruthPrior
+
+    if _prior_kind(args) != "calibrated":
+        return ()
+    return tuple(_with_shift(TruthPrior.from_mapping(t), args) for t in calibrated_truths())
 
 
 def _with_shift(prior, args: argparse.Namespace):
@@ -409,6 +427,12 @@ def spec_of(args: argparse.Namespace):
         for key, default in _openbench_defaults().items()
     }
     prior, prior_source = prior_of(args)
+    draws = prior_draws_of(args)
+    if draws:
+        prior_source += (
+            f"; the instances are its posterior predictive: instance s drawn from accepted "
+            f"draw s mod {len(draws)}, so the plan's spread includes the fit's uncertainty"
+        )
     return PlanSpec(
         block_text=text,
         games=args.games,
@@ -417,6 +441,7 @@ def spec_of(args: argparse.Namespace):
         seeds=args.seeds,
         prior=prior,
         prior_source=prior_source,
+        prior_draws=draws,
         c_scales=args.c_scales,
         r_scales=args.r_scales,
         games_scales=args.games_scales,

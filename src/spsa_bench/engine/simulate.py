@@ -27,7 +27,7 @@ from spsa_bench.engine.replay import NonFiniteStateError, RunResult, replay
 from spsa_bench.engine.stack import stack
 from spsa_bench.model.bowl import ParamTable, Problem, build_problem
 from spsa_bench.model.developer import DeveloperView
-from spsa_bench.model.instances import TruthPrior, draw_instances
+from spsa_bench.model.instances import TruthPrior, draw_instances, draw_posterior_instances
 from spsa_bench.model.noise import OUTCOMES, VENDORED, NoiseModel, noise_model
 from spsa_bench.optimizers.base import Optimizer
 
@@ -48,7 +48,7 @@ def make_problem(
     config: Config,
     scenario: str,
     seeds: Sequence[int] | None = None,
-    prior: TruthPrior | None = None,
+    prior: TruthPrior | Sequence[TruthPrior] | None = None,
 ) -> Problem:
     """The scenario's problem.
 
@@ -58,7 +58,9 @@ def make_problem(
     ``seeds``), and its :class:`~spsa_bench.model.bowl.ParamTable` has no
     ``w_true``, ``w_dev`` or ``theta_peak`` (``None``: they are per seed, in the bowl).
     ``prior`` replaces a tune scenario's own (the planner's, which may put every
-    optimum at the start: a prior no benchmark scenario may have).
+    optimum at the start: a prior no benchmark scenario may have); a sequence of priors
+    (a calibration's accepted draws) draws seed ``s`` from ``prior[s mod K]``
+    (:func:`spsa_bench.model.instances.draw_posterior_instances`).
     """
     spec = config.scenario(scenario)
     if scenario_kind(spec) == "groups":
@@ -76,7 +78,9 @@ def make_problem(
     if seeds is None:
         raise ValueError(f"scenario {scenario!r} draws a problem per seed: give the seeds")
     block = scenario_block(spec)
-    bowl = draw_instances(
+    single = prior is None or isinstance(prior, TruthPrior)
+    draw = draw_instances if single else draw_posterior_instances
+    bowl = draw(
         scenario_prior(spec) if prior is None else prior,
         block.start,
         block.min,
@@ -208,7 +212,7 @@ def prepare(
     scenario: str,
     mode: BatchMode,
     seeds: Sequence[int],
-    prior: TruthPrior | None = None,
+    prior: TruthPrior | Sequence[TruthPrior] | None = None,
 ) -> Prepared:
     """The problem (``prior``: see :func:`make_problem`), schedule, noise and rounding
     the arms of a study replay on."""

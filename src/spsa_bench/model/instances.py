@@ -577,11 +577,74 @@ def elo_at_time_control(bowls: SeedBowls, theta, time_control: str) -> np.ndarra
     return bowls.at_time_control(time_control).elo(np.asarray(theta, dtype=np.float64))
 
 
+def stack_bowls(bowls: Sequence[SeedBowls]) -> SeedBowls:
+    """The bowls of several draws as one, rows in order; an option off in some draws
+    is filled with its neutral value (no rotation, no plateau, one optimum at every
+    time control)."""
+    first = bowls[0]
+
+    def field(name, neutral):
+        values = [getattr(b, name) for b in bowls]
+        if all(v is None for v in values):
+            return None
+        return np.concatenate(
+            [neutral(b) if v is None else v for b, v in zip(bowls, values, strict=True)],
+            axis=1 if name == "tc_theta_peak" else 0,
+        )
+
+    return SeedBowls(
+        theta_peak=np.concatenate([b.theta_peak for b in bowls]),
+        elo_per_scale=np.concatenate([b.elo_per_scale for b in bowls]),
+        scale=first.scale,
+        partner=field("partner", lambda b: np.tile(np.arange(b.theta_peak.shape[1]),
+                                                   (b.theta_peak.shape[0], 1))),
+        cos=field("cos", lambda b: np.ones_like(b.theta_peak)),
+        sin=field("sin", lambda b: np.zeros_like(b.theta_peak)),
+        peak_elo=first.peak_elo,
+        plateau=field("plateau", lambda b: np.zeros_like(b.theta_peak)),
+        tc_theta_peak=field(
+            "tc_theta_peak", lambda b: np.broadcast_to(b.theta_peak, (len(TIME_CONTROLS),
+                                                                       *b.theta_peak.shape))
+        ),
+    )  # fmt: skip
+
+
+def draw_posterior_instances(
+    priors: Sequence[TruthPrior],
+    start,
+    low,
+    high,
+    c_end,
+    entropy: int,
+    seeds: Sequence[int],
+) -> SeedBowls:
+    """One true bowl per seed (rows in the order of ``seeds``), seed ``s`` drawn from
+    ``priors[s mod K]`` as :func:`draw_instances` draws it (the same bowl as a draw of
+    that prior at that seed alone): instances of the posterior predictive when
+    ``priors`` are a calibration's accepted draws, each prior serving every ``K``-th
+    seed, so a seed's instance depends on its number and ``K`` only."""
+    seeds = [int(s) for s in seeds]
+    if not priors:
+        raise ValueError("draw_posterior_instances needs at least one prior")
+    groups = [
+        (k, [i for i, s in enumerate(seeds) if s % len(priors) == k]) for k in range(len(priors))
+    ]
+    groups = [(k, rows) for k, rows in groups if rows]
+    bowls = [
+        draw_instances(priors[k], start, low, high, c_end, entropy, [seeds[i] for i in rows])
+        for k, rows in groups
+    ]  # one draw per prior: a setup loop over at most K priors, not over the seeds
+    order = np.concatenate([np.asarray(rows, dtype=np.int64) for _, rows in groups])
+    return stack_bowls(bowls).rows(np.argsort(order, kind="stable"))
+
+
 __all__ = [
     "PriorError",
     "TruthPrior",
     "draw_instances",
+    "draw_posterior_instances",
     "elo_at_time_control",
+    "stack_bowls",
     "DISTRIBUTIONS",
     "OFFSET_DISTRIBUTIONS",
     "PRIOR_KEYS",

@@ -305,7 +305,11 @@ def run_plan(spec: PlanSpec, progress: Callable[[int, int], None] | None = None)
     for g in games:
         config = plan_config(spec, g)
         setup = prepare(
-            config, SCENARIO, config.batch_mode(spec.batch_mode), seeds, prior=spec.prior
+            config,
+            SCENARIO,
+            config.batch_mode(spec.batch_mode),
+            seeds,
+            prior=spec.prior_draws or spec.prior,
         )
         setups[g] = with_block_types(setup, spec)
     search = search_settings(spec, games)
@@ -506,6 +510,7 @@ def plan_dataset(spec, setups, results, given, recommended, autoselect, skipped)
         "skipped_budgets": "; ".join(skipped) or "none",
         "truth_prior": json.dumps(spec.prior.to_dict(), sort_keys=True),
         "truth_prior_source": spec.prior_source,
+        "truth_prior_draws": len(spec.prior_draws),
         "batch_mode_settings": json.dumps(setup.config.resolved["batch_modes"][spec.batch_mode]),
         **_openbench_attrs(spec),
         **{key: float(value) for key, value in sorted(info.items())},

@@ -134,6 +134,9 @@ class PlanSpec:
     prior: TruthPrior = dataclasses.field(default_factory=TruthPrior)
     #: where the prior comes from ("calibrated: ..." or "assumed: ..."), for plan.md
     prior_source: str = "assumed: the hand-set prior of docs/plan.md, not fitted to any tune"
+    #: the calibration's accepted draws (the posterior predictive: instance ``s`` drawn
+    #: from ``prior_draws[s mod K]``); empty: every instance drawn from ``prior``
+    prior_draws: tuple[TruthPrior, ...] = ()
     c_scales: tuple[float, ...] = DEFAULT_C_SCALES
     r_scales: tuple[float, ...] = DEFAULT_R_SCALES
     games_scales: tuple[float, ...] = DEFAULT_GAMES_SCALES

@@ -265,6 +265,16 @@ def _stake_line(ds: xr.Dataset) -> str:
     )
 
 
+def _instances_text(ds: xr.Dataset) -> str:
+    draws = int(ds.attrs.get("truth_prior_draws", 0))
+    if draws:
+        return (
+            f"The table holds the median of the fit's {draws} accepted draws; each instance "
+            "is a bowl drawn from one of those draws"
+        )
+    return "Each instance is a bowl drawn from it"
+
+
 def _calibrated_prior_section(ds: xr.Dataset, source: str) -> list[str]:
     truth = json.loads(ds.attrs["truth_prior"])
     rows = []
@@ -278,8 +288,10 @@ def _calibrated_prior_section(ds: xr.Dataset, source: str) -> list[str]:
     return [
         "## The prior over the unknown truth (calibrated: a fit, not a fact)",
         "",
-        source.removeprefix("calibrated: ").rstrip(".") + ". Each instance is a bowl drawn "
-        'from it (docs/fishtest.md, "Landscape options"; docs/calibration.md says what the '
+        source.removeprefix("calibrated: ").rstrip(".")
+        + ". "
+        + _instances_text(ds)
+        + ' (docs/fishtest.md, "Landscape options"; docs/calibration.md says what the '
         "fit could and could not identify). Give --prior assumed (or any of --offset-scale, "
         "--offset-distribution, --elo-per-c-end, --inactive-fraction, --interaction) for the "
         "hand-set prior.",
