@@ -242,8 +242,18 @@ def test_the_command_writes_the_three_files_with_every_section(tmp_path, capsys,
     # the default prior is the shipped calibrated one, and plan.md says where it comes from
     calibrated = TruthPrior.from_mapping(calibrated_truth()).to_dict()
     assert json.loads(ds.attrs["truth_prior"]) == calibrated
-    assert ds.attrs["truth_prior_source"] == f"calibrated: {calibrated_statement()}"
+    # its instances are the posterior predictive over the shipped record's accepted draws
+    from spsa_bench.model.calibrated import calibrated_truths
+
+    draws = len(calibrated_truths())
+    assert draws >= 10 and int(ds.attrs["truth_prior_draws"]) == draws
+    assert ds.attrs["truth_prior_source"] == (
+        f"calibrated: {calibrated_statement()}; the instances are its posterior predictive: "
+        f"instance s drawn from accepted draw s mod {draws}, so the plan's spread includes "
+        "the fit's uncertainty"
+    )
     assert calibrated_statement().rstrip(".") in text
+    assert f"median of the fit's {draws} accepted draws" in text
     assert ds.sizes["seed"] == 8 and set(ds["games"].values) == {4000, 8000}
     done = subprocess.run(
         [BIN / "compliance-checker", "--test=cf:1.11", "--criteria=strict", str(out / "plan.nc")],
