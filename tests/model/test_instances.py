@@ -491,7 +491,11 @@ def test_posterior_instances_draw_seed_s_from_prior_s_mod_k():
     args = (block.start, block.min, block.max, block.c_end, 11)
     priors = [
         TruthPrior.from_mapping(
-            {"offset": {"scale": scale}, "plateau": {"fraction": 0.5, "width": 1}}
+            {
+                "offset": {"scale": scale},
+                "plateau": {"fraction": 0.5, "width": 1},
+                "time_control_shift": {"spread": 0.5, "tuned_at": "LTC"},
+            }
         )
         for scale in (0.5, 2.0, 4.0)
     ]
@@ -500,13 +504,16 @@ def test_posterior_instances_draw_seed_s_from_prior_s_mod_k():
     for row, seed in enumerate(seeds):
         alone = draw_instances(priors[seed % 3], *args, [seed])
         for name, values in _bowl_arrays(alone).items():
-            np.testing.assert_array_equal(getattr(mixed, name)[row : row + 1], values, name)
+            axis = 1 if name == "tc_theta_peak" else 0  # (time control, seed, param)
+            mine = np.take(getattr(mixed, name), [row], axis=axis)
+            np.testing.assert_array_equal(mine, values, name)
     one = draw_posterior_instances(priors[:1], *args, seeds)
     plain = draw_instances(priors[0], *args, seeds)
     for name, values in _bowl_arrays(plain).items():
         np.testing.assert_array_equal(getattr(one, name), values, name)
     offsets = np.abs(mixed.theta_peak - block.start) / block.c_end
     assert offsets[[0, 3]].mean() < offsets[[2, 4]].mean()  # scale 0.5 against 4.0
+    assert mixed.tc_theta_peak is not None and mixed.tc_theta_peak.shape[1] == len(seeds)
     with pytest.raises(ValueError, match="at least one prior"):
         draw_posterior_instances([], *args, seeds)
 
