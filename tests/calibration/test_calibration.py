@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 
 import numpy as np
@@ -248,6 +249,23 @@ def test_step_spread_plays_each_seed_at_its_own_r_end_multiplier():
         scaled = dataclasses.replace(setting, block_text=scaled_block(setting.block_text, steps[i]))
         alone = simulate_tune(scaled, family, values, [seed], 3, SYNC)
         np.testing.assert_array_equal(spread[:, [i]], alone)
+
+
+def test_quoted_step_spread_replaces_step_spread_only_where_the_record_quotes_its_step():
+    """A step-quoted setting plays ``quoted_step_spread`` (0: exactly its recorded
+    step), an inferred one ``step_spread``; None leaves every setting at ``step_spread``."""
+    family = PriorFamily({"inactive_fraction": 0.0}, (FreeNumber("elo_at_stake.median", 1, 10),))
+    values = np.array([[4.0]])
+    inferred = tune_setting(_record("2020-s", [_test("fixed", elo=0.0, error=1.0)]), (1,), "LTC")
+    quoted = dataclasses.replace(inferred, step_quoted=True)
+    run = functools.partial(simulate_tune, family=family, values=values, seeds=[5, 6],
+                            entropy=3, batch_mode=SYNC, step_spread=0.8)  # fmt: skip
+    recorded = simulate_tune(inferred, family, values, [5, 6], 3, SYNC)
+    spread = run(inferred)
+    assert not np.array_equal(spread, recorded)
+    np.testing.assert_array_equal(run(quoted, quoted_step_spread=0.0), recorded)
+    np.testing.assert_array_equal(run(quoted), spread)
+    np.testing.assert_array_equal(run(inferred, quoted_step_spread=0.0), spread)
 
 
 def test_stratified_step_multipliers_take_each_stratum_once_in_a_keyed_order():

@@ -45,6 +45,7 @@ GOOD = {
         "parameters": {"status": "inferred", "source": "c", "note": "from the diff"},
         "sprt_scale": {"status": "inferred", "source": "c", "note": "brackets"},
         "block": {"status": "inferred", "source": "c", "note": "from TUNE lines"},
+        "step": {"status": "quoted", "source": "c"},
     },
 }  # fmt: skip
 BLOCK = "a,100,0,200,10,0.002\nb,-40,-80,0,4,0.002\n"
@@ -91,6 +92,24 @@ def test_a_shipped_block_gives_the_moves_of_its_diff():
     assert moves["negSeeDepthMultSq"] == 0.0
 
 
+def test_the_step_provenance_says_whether_a_source_quotes_the_runs_c_end_and_r_end(tmp_path):
+    """A block's step is quoted or inferred (its own provenance entry, required with a
+    block); a record without a block has no step entry and is not step-quoted."""
+    assert load_record(write(tmp_path, GOOD)).step_quoted
+    inferred = edited(provenance__step={"status": "inferred", "source": "c", "note": "tune.cpp"})
+    assert not load_record(write(tmp_path, inferred)).step_quoted
+    no_block = edited(provenance__block=KeyError, provenance__step=KeyError)
+    no_block["name"] = "2020-no-block"
+    assert not load_record(write(tmp_path, no_block, block=None)).step_quoted
+    stray = edited(provenance__block=KeyError)  # a step entry without a block
+    stray["name"] = "2020-stray-step"
+    with pytest.raises(CorpusError, match="field provenance.step = .*names no non-null field"):
+        load_record(write(tmp_path, stray, block=None))
+    shipped = {r.name: r.step_quoted for r in load_corpus()}
+    assert shipped["2016-shelter-storm"] and shipped["2018-king-pawn-2m"]
+    assert not shipped["2024-fail-low-bonus"] and not shipped["2015-king-safety-spsa"]
+
+
 def test_moves_of_a_hand_made_record(tmp_path):
     record = load_record(write(tmp_path, GOOD))
     assert record.moves() == {"a": pytest.approx(3.0), "b": pytest.approx(-1.25)}
@@ -108,6 +127,8 @@ def test_moves_of_a_hand_made_record(tmp_path):
         ({"provenance__games__source": "nowhere"}, "provenance.games.source", "'nowhere'"),
         ({"provenance__games": KeyError}, "provenance.games", "None"),
         ({"provenance__parameters__note": KeyError}, "provenance.parameters.note", "None"),
+        ({"provenance__step": KeyError}, "provenance.step", "None"),
+        ({"provenance__step__status": "guessed"}, "provenance.step.status", "'guessed'"),
         ({"kind": "magic"}, "kind", "'magic'"),
         ({"verification__0__games": 11}, "verification[0].games", "11"),
         ({"verification__0__sprt": None}, "verification[0].sprt", "None"),

@@ -68,6 +68,7 @@ def calibrate(
     param_step_spread: float = 0.0,
     start_tuned_at: str | None = None,
     step_sampling: str = "random",
+    quoted_step_spread: float | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> Calibration:
     """The calibration of ``records`` (module docstring)."""
@@ -85,7 +86,7 @@ def calibrate(
             progress(f"fit: {settings[i].name} ({settings[i].games:,} games, {draws} draws)")
         simulated[i] = simulate_tune(
             settings[i], family, values, seeds, entropy, batch_mode, step_spread,
-            param_step_spread, start_tuned_at, step_sampling,
+            param_step_spread, start_tuned_at, step_sampling, quoted_step_spread,
         )  # fmt: skip
     log_params = np.log([s.params for s in settings])
     observed = np.stack([s.observed for s in settings])
@@ -107,7 +108,7 @@ def calibrate(
                 progress(f"predict: {setting.name} ({setting.games:,} games)")
             rows = simulate_tune(
                 setting, family, kept, seeds, entropy, batch_mode, step_spread,
-                param_step_spread, start_tuned_at, step_sampling,
+                param_step_spread, start_tuned_at, step_sampling, quoted_step_spread,
             )  # fmt: skip
         samples[i] = rows.reshape(-1, len(STATS))
     return Calibration(

@@ -92,6 +92,9 @@ class TuneSetting:
     #: per block parameter: the record committed integers (start and final integral),
     #: so a simulated tune commits its final theta rounded (:func:`committed_values`)
     committed_integers: tuple[bool, ...] | None = None
+    #: a source quotes the c_end and r_end the run played (the record's ``step``
+    #: provenance), so ``quoted_step_spread`` applies instead of ``step_spread``
+    step_quoted: bool = False
 
 
 def nearest_time_control(text: str | None, default: str) -> str:
@@ -220,6 +223,7 @@ def tune_setting(
             None if chosen is None else chosen[0], tuned
         ),
         committed_integers=committed_integers(record),
+        step_quoted=record.step_quoted,
     )
 
 
@@ -295,11 +299,14 @@ def simulate_tune(
     param_step_spread: float = 0.0,
     start_tuned_at: str | None = None,
     step_sampling: str = "random",
+    quoted_step_spread: float | None = None,
 ) -> np.ndarray:
     """The statistics of ``setting`` simulated at every prior draw ``values`` ``(draw,
     free)`` and seed, ``(draw, seed, stat)``: seed slot ``i`` plays
     ``budgets[i mod len(budgets)]`` games with every ``r_end`` times its step multiplier
-    (:func:`step_multipliers`, drawn as ``step_sampling`` says) and, with ``param_step_spread``, each parameter's
+    (:func:`step_multipliers` at ``step_spread``, or at ``quoted_step_spread`` when
+    that is not None and the record quotes its step, :attr:`TuneSetting.step_quoted`;
+    drawn as ``step_sampling`` says) and, with ``param_step_spread``, each parameter's
     ``c_end`` times its own multiplier (:func:`param_multipliers`); one replay per
     distinct setting (module docstring). ``start_tuned_at`` (a time control, or ``None``:
     the tune's own) is where the instances' offsets are drawn (:func:`played_bowls`)."""
@@ -308,6 +315,8 @@ def simulate_tune(
     gain = np.full((values.shape[0], len(seeds)), np.nan)
     budget = [setting.budgets[i % len(setting.budgets)] for i in range(len(seeds))]
     tune_key = tune_entropy(entropy, setting.name)
+    if setting.step_quoted and quoted_step_spread is not None:
+        step_spread = quoted_step_spread
     step = step_multipliers(tune_key, seeds, step_spread, step_sampling)
     n_params = len(parse_block(setting.block_text))
     c_steps = param_multipliers(tune_key, seeds, n_params, param_step_spread)

@@ -313,7 +313,7 @@ def load_record(path) -> TuneRecord:
     if any(v.sprt_scale is not None for v in verification):
         covered.add("sprt_scale")
     if block is not None:
-        covered.add("block")
+        covered |= {"block", "step"}
     provenance = _provenance(check, raw["provenance"], sources, covered)
     return TuneRecord(
         name=name,

@@ -28,8 +28,11 @@ Fishtest. The YAML layout (``data/<year>-<short-name>.yaml``)::
       parameters: {status: inferred, source: commit, note: read from the diff}
       verification[0]: {status: quoted, source: commit}
 
-``provenance`` covers the keys of :data:`TRACKED` that are not null, ``block`` when
-the record has a block file, ``sprt_scale`` when a test gives one (Fishtest prints
+``provenance`` covers the keys of :data:`TRACKED` that are not null, ``block`` and
+``step`` when the record has a block file (``step``: the ``c_end`` and ``r_end`` the
+Fishtest run played; quoted when a source shows the run's own lines or values,
+inferred when they are what ``src/tune.cpp`` prints for the ``TUNE()`` lines, which an
+author may have edited on Fishtest), ``sprt_scale`` when a test gives one (Fishtest prints
 BayesElo bounds in ``[]``, logistic in ``{}``, normalized in ``<>``), ``parameters`` and each ``verification[i]``; a quoted
 field names the source it is quoted from, an inferred one also says how (``note``).
 """
@@ -149,6 +152,13 @@ class TuneRecord:
             name: (final[name] - self.block.start[i]) / self.block.c_end[i]
             for i, name in enumerate(self.block.names)
         }
+
+    @property
+    def step_quoted(self) -> bool:
+        """Whether a source quotes the ``c_end`` and ``r_end`` the run played (the
+        ``step`` provenance is quoted); False without a block."""
+        step = self.provenance.get("step")
+        return step is not None and step.status == "quoted"
 
     def median_abs_move(self) -> float | None:
         moves = list(self.moves().values())

@@ -55,6 +55,7 @@ def run_calibration(
         param_step_spread=section.param_step_spread,
         start_tuned_at=section.start_tuned_at,
         step_sampling=section.step_sampling,
+        quoted_step_spread=section.quoted_step_spread,
         progress=progress,
     )
     ds = calibration_dataset(config, section, family, result, seeds, digest)
@@ -78,6 +79,11 @@ def run_calibration(
             **(
                 {"step_sampling": section.step_sampling}
                 if section.step_sampling != "random"
+                else {}
+            ),
+            **(
+                {"quoted_step_spread": section.quoted_step_spread}
+                if section.quoted_step_spread is not None
                 else {}
             ),
         },
@@ -221,6 +227,9 @@ def _calibration_attrs(section, result, seeds, digest: str) -> dict:
         "default_time_control": section.default_time_control,
         "step_spread": section.step_spread,
         "step_sampling": section.step_sampling,
+        "quoted_step_spread": (
+            "step_spread" if section.quoted_step_spread is None else section.quoted_step_spread
+        ),
         "param_step_spread": section.param_step_spread,
         "start_tuned_at": section.start_tuned_at or "each tune's own time control",
         "fixed_truth": json.dumps(section.fixed, sort_keys=True),
@@ -233,7 +242,7 @@ def _calibration_attrs(section, result, seeds, digest: str) -> dict:
             "(quantiles) or the section's number, an unknown time control the longest of "
             "the record's verification tests, else the section's default; unknown A, alpha "
             "and gamma Fishtest's defaults; the moves rest on blocks mostly inferred from "
-            "TUNE()'s defaults (step_spread lets their r_end vary, param_step_spread each c_end); not a measurement of "
+            "TUNE()'s defaults (step_spread lets their r_end vary, quoted_step_spread where a source quotes the run's step, param_step_spread each c_end); not a measurement of "
             "reality beyond that corpus"
         ),
     }

@@ -11,6 +11,7 @@ docs/calibration.md)::
       default_time_control: LTC    # a tune whose time control is unknown
       step_spread: 0               # log-sd of a per-instance factor on every r_end
       step_sampling: random        # random: a factor per instance; stratified: one per stratum
+      quoted_step_spread: null     # the same for records quoting their step (null: step_spread)
       param_step_spread: 0         # log-sd of a per-instance, per-parameter factor on c_end
       start_tuned_at: null         # STC/LTC/VLTC: where every tune's start was last tuned
       fixed: {inactive_fraction: 0.25, plateau: {width: 1}}   # a truth mapping
@@ -58,6 +59,7 @@ DEFAULTS = {
     "default_time_control": "LTC",
     "step_spread": 0.0,
     "step_sampling": "random",
+    "quoted_step_spread": None,
     "param_step_spread": 0.0,
     "start_tuned_at": None,
     "fixed": {},
@@ -77,6 +79,9 @@ class CalibrationSection:
     #: ``random`` (a factor per instance) or ``stratified`` (the instances take the
     #: strata of the log-normal once each: ``calibration.simulate.step_multipliers``)
     step_sampling: str
+    #: ``step_spread`` for the records whose step (c_end, r_end) a source quotes
+    #: (``TuneRecord.step_quoted``); ``None``: ``step_spread`` for every record
+    quoted_step_spread: float | None
     param_step_spread: float
     #: the time control every tune's start values were last tuned at (its offsets are
     #: drawn there; a tune at another time control plays the optimum the family's
@@ -170,6 +175,9 @@ def parse(config: Config) -> CalibrationSection | None:
         default_time_control=raw["default_time_control"],
         step_spread=float(raw["step_spread"]),
         step_sampling=raw["step_sampling"],
+        quoted_step_spread=(
+            None if raw["quoted_step_spread"] is None else float(raw["quoted_step_spread"])
+        ),
         param_step_spread=float(raw["param_step_spread"]),
         start_tuned_at=start,
         fixed=fixed,

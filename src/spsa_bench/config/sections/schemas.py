@@ -298,6 +298,15 @@ CALIBRATION = _object(
                 "in an order keyed by the tune)"
             ),
         },
+        "quoted_step_spread": {
+            "type": ["number", "null"],
+            "minimum": 0,
+            "maximum": 2,
+            "description": (
+                "step_spread for the records whose c_end and r_end a source quotes (their "
+                "step provenance is quoted); null (default): step_spread for every record"
+            ),
+        },
         "param_step_spread": _num(
             "log-sd of a per-instance, per-parameter log-normal factor on every c_end a "
             "simulated tune plays (moves stay in the recorded c_end; default 0, off)",
