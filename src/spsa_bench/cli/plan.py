@@ -315,9 +315,8 @@ def prior_of(args: argparse.Namespace):
     from spsa_bench.model.calibrated import calibrated_statement, calibrated_truth
     from spsa_bench.model.instances import TruthPrior
 
-    given = [flag for key, flag in _ASSUMED_FLAGS if getattr(args, key) is not None]
-    kind = _prior_kind(args)
-    if kind == "calibrated":
+    given = _assumed_flags_given(args)
+    if _prior_kind(args) == "calibrated":
         if given:
             raise ConfigError(
                 f"{given[0]}: sets the assumed prior; drop it or give --prior assumed"
@@ -347,9 +346,14 @@ def prior_of(args: argparse.Namespace):
     )
 
 
+def _assumed_flags_given(args: argparse.Namespace) -> list[str]:
+    """The assumed prior's options given on the command line, as flags."""
+    return [flag for key, flag in _ASSUMED_FLAGS if getattr(args, key) is not None]
+
+
 def _prior_kind(args: argparse.Namespace) -> str:
-    given = [flag for key, flag in _ASSUMED_FLAGS if getattr(args, key) is not None]
-    return args.prior or ("assumed" if given else "calibrated")
+    """``--prior``, else assumed when an assumed-prior option is given, else calibrated."""
+    return args.prior or ("assumed" if _assumed_flags_given(args) else "calibrated")
 
 
 def prior_draws_of(args: argparse.Namespace) -> tuple:
