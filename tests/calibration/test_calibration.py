@@ -93,6 +93,26 @@ def test_coverage_on_hand_made_bands():
     np.testing.assert_allclose(share, [0.5, 0.5])
 
 
+@pytest.mark.parametrize("n", [10, 30])
+def test_a_band_holds_an_exchangeable_observation_80_percent_of_the_time_at_any_n(n):
+    """A right model's band: observation and samples drawn alike (the model is the
+    truth). The prediction interval covers 80% at 10 and 30 samples (within 3 binomial
+    standard errors of 4,000 tunes), where the sample quantiles would cover
+    ``0.8 (n - 1) / (n + 1)`` (0.65, 0.75: outside that tolerance); NaN samples (tests
+    that did not end as the record's) are not counted."""
+    rng = np.random.default_rng(20261126)
+    tunes = 4000
+    samples = rng.standard_normal((tunes, 2 * n, 1))
+    samples[:, n:] = np.nan
+    observed = rng.standard_normal((tunes, 1))
+    low, median, high = fit.bands(samples)
+    _, share, _ = fit.coverage(observed, low, high)
+    tolerance = 3 * math.sqrt(0.8 * 0.2 / tunes)
+    assert abs(share[0] - 0.8) < tolerance
+    assert abs(0.8 * (n - 1) / (n + 1) - 0.8) > tolerance
+    np.testing.assert_allclose(median[:, 0], np.nanmedian(samples[:, :, 0], axis=1))
+
+
 def test_accept_keeps_the_closest_share_and_distances_skip_missing_summaries():
     d = fit.distances(np.array([[0.0, 9.0], [3.0, 1.0], [1.0, np.nan]]), np.array([1.0, np.nan]))
     # column 0 only (the observation lacks column 1); scale 1.4826 x MAD of (0, 3, 1) = 1.4826

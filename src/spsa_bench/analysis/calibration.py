@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import json
 import math
-import warnings
 
 import numpy as np
 import pandas as pd
 import xarray as xr
 
 from spsa_bench.analysis.tables import markdown_table
+from spsa_bench.calibration import fit
 
 
 def calibration_table(ds: xr.Dataset) -> pd.DataFrame:
@@ -66,8 +66,8 @@ MC_KEY = 20261126
 def coverage_mc_se(ds: xr.Dataset, replicates: int = MC_REPLICATES) -> pd.DataFrame:
     """Per split and statistic, ``mc_se``: the standard deviation of the coverage over
     ``replicates`` bootstrap resamples of the accepted draws (each with its
-    ``instances_per_draw`` instances; the bands recomputed as the 10% and 90% points of
-    the resampled predictive sample). It measures the Monte-Carlo noise of the finite
+    ``instances_per_draw`` instances; the bands recomputed from the resampled predictive
+    sample as the fit computes them, :func:`~spsa_bench.calibration.fit.bands`). It measures the Monte-Carlo noise of the finite
     posterior sample behind every band, not the whole of a rerun's (a rerun also draws
     other hyper-prior values): docs/calibration.md compares it with reruns at other
     entropies. One fixed stream (``SeedSequence(MC_KEY)``): the same file gives the
@@ -84,9 +84,7 @@ def coverage_mc_se(ds: xr.Dataset, replicates: int = MC_REPLICATES) -> pd.DataFr
     covered = np.empty((replicates, n_tunes, n_stats), dtype=bool)
     for r in range(replicates):  # 200 small quantile calls: analysis, not a hot path
         resampled = draws[:, picks[r]].reshape(n_tunes, -1, n_stats)
-        with np.errstate(invalid="ignore"), warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            low, high = np.nanquantile(resampled, [0.1, 0.9], axis=1)
+        low, _, high = fit.bands(resampled)
         covered[r] = (observed >= low) & (observed <= high)
     for name in dict.fromkeys(split):
         for k, stat in enumerate(ds["stat"].values):
