@@ -214,6 +214,37 @@ def test_simulation_based_calibration_recovers_a_known_median():
     assert result.samples.shape == (10, kept.size * 3, len(STATS))
 
 
+def test_more_verification_tests_keep_the_fit_and_widen_only_the_verification_sample():
+    """verification_tests = 3: the same draws, distances and acceptance as 1 (the fit
+    reads test 0), the same samples at test 0; the other tests are new verification
+    values (fixed-games: the gain plus the record's noise; SPRT: NaN where the test
+    did not end as the record's) and never move statistics."""
+    family = PriorFamily({"inactive_fraction": 0.0}, (FreeNumber("elo_at_stake.median", 1, 10),))
+    records = [
+        _record("2020-a", [_test("fixed", elo=1.0, error=0.8)]),
+        _record("2021-b", [_test(wins=3000, losses=2900, draws=4100)], date="2021-01-01"),
+        _record("2023-c", [_test("fixed", elo=1.5, error=0.8)], date="2023-01-01"),
+        _record("2023-d", [_test(wins=3000, losses=2900, draws=4100)], date="2023-02-01"),
+    ]
+    run = functools.partial(calibrate, records, family, draws=6, accept=0.5, seeds=[0, 1],
+                            entropy=5, batch_mode=SYNC, split_year=2022, default_games=4000,
+                            default_time_control="LTC")  # fmt: skip
+    one, three = run(), run(verification_tests=3)
+    for field in ("values", "distance", "accepted", "simulated_summaries"):
+        np.testing.assert_array_equal(getattr(one, field), getattr(three, field))
+    assert three.samples.shape == (4, one.samples.shape[1] * 3, len(STATS))
+    np.testing.assert_array_equal(three.samples[:, ::3], one.samples)
+    extra = three.samples.reshape(4, -1, 3, len(STATS))[:, :, 1:]
+    assert np.isnan(extra[..., 1:]).all()  # a move statistic is one per simulated tune
+    fixed = extra[[0, 2], :, :, 0]
+    assert np.isfinite(fixed).all() and len(np.unique(fixed)) == fixed.size
+    sprt = extra[[1, 3], :, :, 0]
+    assert np.isfinite(sprt).any()
+    assert not np.array_equal(sprt[..., 0], sprt[..., 1], equal_nan=True)
+    with pytest.raises(ValueError, match="verification tests = 0"):
+        run(verification_tests=0)
+
+
 def test_an_sprt_verification_is_played_and_conditioned_on_its_quoted_outcome():
     """Rows whose simulated SPRT ended as the record's did keep its Elo at stopping, the
     others are NaN; a passed record at gains near its bounds then quotes more Elo than

@@ -73,7 +73,8 @@ def coverage_mc_se(ds: xr.Dataset, replicates: int = MC_REPLICATES) -> pd.DataFr
     entropies. One fixed stream (``SeedSequence(MC_KEY)``): the same file gives the
     same numbers."""
     samples = ds["samples"].values  # (tune, accepted draw x instance, stat)
-    per_draw = int(ds.attrs["instances_per_draw"])
+    # a draw's samples: its instances, each with its verification tests (older files: one)
+    per_draw = int(ds.attrs["instances_per_draw"]) * int(ds.attrs.get("verification_tests", 1))
     n_tunes, n_samples, n_stats = samples.shape
     draws = samples.reshape(n_tunes, n_samples // per_draw, per_draw, n_stats)
     observed = ds["observed"].values

@@ -11,6 +11,13 @@
 4. the accepted draws are simulated on every held-out tune at every seed (the
    posterior predictive); the fit tunes' predictive samples are their accepted rows of
    step 2 (an in-sample check, not a validation).
+
+With ``verification_tests`` ``K > 1`` each simulated tune's verification is played
+``K`` times (:func:`~spsa_bench.calibration.simulate.verification_elos`): the fit's
+statistics use test 0 alone, so the posterior is the one ``K = 1`` gives, and the
+predictive sample of the verification Elo holds all ``K`` (``samples``' layout is
+accepted draw x seed x test; the move statistics, one per simulated tune, sit at test
+0 and are NaN at the others).
 """
 
 from __future__ import annotations
@@ -27,7 +34,7 @@ from spsa_bench.calibration.prior import PriorFamily
 from spsa_bench.calibration.simulate import (
     TuneSetting,
     budget_levels,
-    simulate_tune,
+    simulate_tune_tests,
     tune_setting,
 )
 from spsa_bench.calibration.stats import STATS
@@ -45,7 +52,7 @@ class Calibration:
     accepted: np.ndarray  # (draw,) bool
     observed_summaries: np.ndarray  # (summary,)
     simulated_summaries: np.ndarray  # (draw, summary)
-    samples: np.ndarray  # (tune, sample, stat): accepted draws x seeds
+    samples: np.ndarray  # (tune, sample, stat): accepted draws x seeds x verification tests
 
     @property
     def observed(self) -> np.ndarray:
@@ -69,6 +76,7 @@ def calibrate(
     start_tuned_at: str | None = None,
     step_sampling: str = "random",
     quoted_step_spread: float | None = None,
+    verification_tests: int = 1,
     progress: Callable[[str], None] | None = None,
 ) -> Calibration:
     """The calibration of ``records`` (module docstring)."""
@@ -81,12 +89,14 @@ def calibrate(
     seeds = [int(s) for s in seeds]
     stat_shape = (len(seeds), len(STATS))
     simulated = np.full((len(settings), draws, *stat_shape), np.nan)
+    tests = np.full((len(settings), draws, len(seeds), verification_tests), np.nan)
     for i in np.flatnonzero(fit_set):
         if progress is not None:
             progress(f"fit: {settings[i].name} ({settings[i].games:,} games, {draws} draws)")
-        simulated[i] = simulate_tune(
+        simulated[i], tests[i] = simulate_tune_tests(
             settings[i], family, values, seeds, entropy, batch_mode, step_spread,
             param_step_spread, start_tuned_at, step_sampling, quoted_step_spread,
+            verification_tests,
         )  # fmt: skip
     log_params = np.log([s.params for s in settings])
     observed = np.stack([s.observed for s in settings])
@@ -99,18 +109,22 @@ def calibrate(
     distance = fit.distances(sim_summary, obs_summary)
     accepted = fit.accept(distance, accept)
     kept = values[accepted]
-    samples = np.full((len(settings), kept.shape[0] * len(seeds), len(STATS)), np.nan)
+    shape = (kept.shape[0], len(seeds), verification_tests, len(STATS))
+    samples = np.full((len(settings), *shape), np.nan)
     for i, setting in enumerate(settings):
         if fit_set[i]:
-            rows = simulated[i][accepted]
+            rows, elos = simulated[i][accepted], tests[i][accepted]
         else:
             if progress is not None:
                 progress(f"predict: {setting.name} ({setting.games:,} games)")
-            rows = simulate_tune(
+            rows, elos = simulate_tune_tests(
                 setting, family, kept, seeds, entropy, batch_mode, step_spread,
                 param_step_spread, start_tuned_at, step_sampling, quoted_step_spread,
+                verification_tests,
             )  # fmt: skip
-        samples[i] = rows.reshape(-1, len(STATS))
+        samples[i, :, :, 0] = rows  # the moves at test 0, NaN at the others
+        samples[i, :, :, :, 0] = elos
+    samples = samples.reshape(len(settings), -1, len(STATS))
     return Calibration(
         settings=settings,
         fit_set=fit_set,

@@ -288,7 +288,13 @@ def tune_config(setting: TuneSetting, entropy: int, batch_mode: dict, games: int
     return resolve(raw)
 
 
-def simulate_tune(
+def simulate_tune(setting: TuneSetting, *args, **kwargs) -> np.ndarray:
+    """The statistics of :func:`simulate_tune_tests` alone, ``(draw, seed, stat)``: its
+    arguments without ``verification_tests`` (one test per simulated tune)."""
+    return simulate_tune_tests(setting, *args, **kwargs)[0]
+
+
+def simulate_tune_tests(
     setting: TuneSetting,
     family: PriorFamily,
     values: np.ndarray,
@@ -300,9 +306,12 @@ def simulate_tune(
     start_tuned_at: str | None = None,
     step_sampling: str = "random",
     quoted_step_spread: float | None = None,
-) -> np.ndarray:
+    verification_tests: int = 1,
+) -> tuple[np.ndarray, np.ndarray]:
     """The statistics of ``setting`` simulated at every prior draw ``values`` ``(draw,
-    free)`` and seed, ``(draw, seed, stat)``: seed slot ``i`` plays
+    free)`` and seed, ``(draw, seed, stat)``, and the verification Elo of
+    ``verification_tests`` independent tests of each simulated tune, ``(draw, seed,
+    test)`` (:func:`verification_elos`; test 0 is the statistics' own): seed slot ``i`` plays
     ``budgets[i mod len(budgets)]`` games with every ``r_end`` times its step multiplier
     (:func:`step_multipliers` at ``step_spread``, or at ``quoted_step_spread`` when
     that is not None and the record quotes its step, :attr:`TuneSetting.step_quoted`;
@@ -329,11 +338,55 @@ def simulate_tune(
             setting, family, values, [seeds[i] for i in chosen], entropy, batch_mode, games,
             multiplier, c_steps[chosen[0]], start_tuned_at,
         )  # fmt: skip
+    tests = verification_elos(setting, gain, out[:, :, 0], seeds, entropy, verification_tests)
+    out[:, :, 0] = tests[:, :, 0]
+    return out, tests
+
+
+def verification_elos(
+    setting: TuneSetting,
+    gain: np.ndarray,
+    fixed: np.ndarray,
+    seeds: Sequence[int],
+    entropy: int,
+    count: int,
+) -> np.ndarray:
+    """The verification Elo of ``count`` independent tests of each simulated tune,
+    ``(draw, seed, test)``, at its true gain ``gain`` ``(draw, seed)``. A record whose
+    chosen test is an SPRT: each test played on the gain (:func:`selected_elo`; test
+    ``k`` of seed ``s`` from ``row_keys(tune entropy, [s], VERIFY_KEY, SPRT_KEY)`` at
+    ``k = 0``, ``(VERIFY_KEY, SPRT_KEY, k)`` after), NaN where it did not end as the
+    record's. Otherwise test 0 is ``fixed`` (the fixed-games value of
+    :func:`~.stats.simulated_stats`) and test ``k >= 1`` is ``gain + se Z`` with ``Z``
+    from ``SeedSequence(tune entropy, spawn_key=(VERIFY_KEY, k, s))``. Test 0 is what
+    the statistics and the fit use; the others only widen the predictive sample of the
+    verification Elo, whose SPRT selection leaves few samples (docs/calibration.md)."""
+    count = int(count)
+    if count < 1:
+        raise ValueError(f"verification tests = {count}: must be at least 1")
+    tune_key = tune_entropy(entropy, setting.name)
     test = setting.verification
+    out = np.full((*gain.shape, count), np.nan)
+    out[:, :, 0] = fixed
     if test is not None and test.test == "sprt" and np.isfinite(setting.se):
-        keys = row_keys(tune_entropy(entropy, setting.name), seeds, VERIFY_KEY, SPRT_KEY)
-        elo = selected_elo(gain.ravel(), test, np.tile(keys, values.shape[0]))
-        out[:, :, 0] = elo.reshape(gain.shape)
+        keys = [row_keys(tune_key, seeds, VERIFY_KEY, SPRT_KEY)]
+        keys += [row_keys(tune_key, seeds, VERIFY_KEY, SPRT_KEY, k) for k in range(1, count)]
+        rows = np.concatenate([np.tile(k, gain.shape[0]) for k in keys])
+        elo = selected_elo(np.tile(gain.ravel(), count), test, rows)
+        return np.moveaxis(elo.reshape(count, *gain.shape), 0, -1)
+    if count > 1 and np.isfinite(setting.se):
+        normal = np.array(
+            [
+                [
+                    np.random.default_rng(
+                        np.random.SeedSequence(tune_key, spawn_key=(VERIFY_KEY, k, int(s)))
+                    ).standard_normal()
+                    for s in seeds
+                ]
+                for k in range(1, count)
+            ]
+        )  # one number per test and seed: a setup loop, not the replay's
+        out[:, :, 1:] = gain[:, :, None] + setting.se * normal.T[None]
     return out
 
 
@@ -531,6 +584,7 @@ __all__ = [
     "selected_elo",
     "scaled_block",
     "simulate_tune",
+    "simulate_tune_tests",
     "step_multipliers",
     "stack_bowls",
     "tune_config",
@@ -539,5 +593,6 @@ __all__ = [
     "tuned_prior",
     "tuned_time_control",
     "verification_time_control",
+    "verification_elos",
     "verified_gain",
 ]

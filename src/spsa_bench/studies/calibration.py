@@ -56,6 +56,7 @@ def run_calibration(
         start_tuned_at=section.start_tuned_at,
         step_sampling=section.step_sampling,
         quoted_step_spread=section.quoted_step_spread,
+        verification_tests=section.verification_tests,
         progress=progress,
     )
     ds = calibration_dataset(config, section, family, result, seeds, digest)
@@ -84,6 +85,11 @@ def run_calibration(
             **(
                 {"quoted_step_spread": section.quoted_step_spread}
                 if section.quoted_step_spread is not None
+                else {}
+            ),
+            **(
+                {"verification_tests": section.verification_tests}
+                if section.verification_tests != 1
                 else {}
             ),
         },
@@ -169,7 +175,7 @@ def _calibration_coords(section, family, result) -> dict:
         "draw": ("draw", np.arange(result.values.shape[0]), {"long_name": "hyper-prior draw"}),
         "free": ("free", np.array(family.keys, dtype=object), {"long_name": "free truth key"}),
         "summary": ("summary", np.array(fit.SUMMARIES, dtype=object), {"long_name": "summary"}),
-        "sample": ("sample", np.arange(result.samples.shape[1]), {"long_name": "accepted draw x seed"}),
+        "sample": ("sample", np.arange(result.samples.shape[1]), {"long_name": "accepted draw x seed x verification test"}),
     }  # fmt: skip
     return coords
 
@@ -189,9 +195,17 @@ def _calibration_data(result) -> dict:
             np.array([s.se for s in settings]),
             {"long_name": "standard error of the observed verification Elo", "units": "Elo"},
         ),
-        "band_low": (per_stat, low, {"long_name": "10% quantile of the predictive sample"}),
+        "band_low": (
+            per_stat,
+            low,
+            {"long_name": "10% end of the prediction interval (order statistic at 0.1 (n + 1))"},
+        ),
         "band_median": (per_stat, median, {"long_name": "median of the predictive sample"}),
-        "band_high": (per_stat, high, {"long_name": "90% quantile of the predictive sample"}),
+        "band_high": (
+            per_stat,
+            high,
+            {"long_name": "90% end of the prediction interval (order statistic at 0.9 (n + 1))"},
+        ),
         "inside": (per_stat, inside, {"long_name": "1: observed inside the 10-90% band", **one}),
         "samples": (("tune", "sample", "stat"), result.samples, {"long_name": "predictive sample"}),
         "value": (("draw", "free"), result.values, {"long_name": "hyper-prior draw's value"}),
@@ -222,6 +236,7 @@ def _calibration_attrs(section, result, seeds, digest: str) -> dict:
         "accept": section.accept,
         "seeds": f"{min(seeds)}-{max(seeds)}" if len(seeds) else "none",
         "instances_per_draw": len(seeds),
+        "verification_tests": section.verification_tests,
         "batch_mode": section.batch_mode,
         "default_games": section.default_games,
         "default_time_control": section.default_time_control,

@@ -12,6 +12,7 @@ docs/calibration.md)::
       step_spread: 0               # log-sd of a per-instance factor on every r_end
       step_sampling: random        # random: a factor per instance; stratified: one per stratum
       quoted_step_spread: null     # the same for records quoting their step (null: step_spread)
+      verification_tests: 1        # verification tests per simulated tune (bands; fit: the first)
       param_step_spread: 0         # log-sd of a per-instance, per-parameter factor on c_end
       start_tuned_at: null         # STC/LTC/VLTC: where every tune's start was last tuned
       fixed: {inactive_fraction: 0.25, plateau: {width: 1}}   # a truth mapping
@@ -60,6 +61,7 @@ DEFAULTS = {
     "step_spread": 0.0,
     "step_sampling": "random",
     "quoted_step_spread": None,
+    "verification_tests": 1,
     "param_step_spread": 0.0,
     "start_tuned_at": None,
     "fixed": {},
@@ -82,6 +84,9 @@ class CalibrationSection:
     #: ``step_spread`` for the records whose step (c_end, r_end) a source quotes
     #: (``TuneRecord.step_quoted``); ``None``: ``step_spread`` for every record
     quoted_step_spread: float | None
+    #: the verification tests played on each simulated tune (``calibration.run``: the
+    #: fit uses the first, the predictive bands all)
+    verification_tests: int
     param_step_spread: float
     #: the time control every tune's start values were last tuned at (its offsets are
     #: drawn there; a tune at another time control plays the optimum the family's
@@ -178,6 +183,7 @@ def parse(config: Config) -> CalibrationSection | None:
         quoted_step_spread=(
             None if raw["quoted_step_spread"] is None else float(raw["quoted_step_spread"])
         ),
+        verification_tests=int(raw["verification_tests"]),
         param_step_spread=float(raw["param_step_spread"]),
         start_tuned_at=start,
         fixed=fixed,

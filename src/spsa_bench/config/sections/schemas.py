@@ -307,6 +307,13 @@ CALIBRATION = _object(
                 "step provenance is quoted); null (default): step_spread for every record"
             ),
         },
+        "verification_tests": _int(
+            "verification tests played on each simulated tune's gain (independent test "
+            "noise): the fit uses the first, the predictive band of the verification Elo "
+            "all of them (default 1)",
+            minimum=1,
+            maximum=64,
+        ),
         "param_step_spread": _num(
             "log-sd of a per-instance, per-parameter log-normal factor on every c_end a "
             "simulated tune plays (moves stay in the recorded c_end; default 0, off)",
