@@ -122,6 +122,19 @@ def test_dataset_and_report_files(tmp_path):
         total = sum(math.comb(n, j) * 0.8**j * 0.2 ** (n - j) for j in range(k + 1))
         assert row["p_this_low"] == pytest.approx(total, rel=1e-12)
     assert "P(this low)" in paths[2].read_text()
+    # two verification tests per simulated tune: twice the samples, the same fit, and the
+    # Monte-Carlo s.e. resamples whole draws (its instances with their tests)
+    from spsa_bench.analysis.calibration import coverage_mc_se
+
+    twice = calibrate(
+        records, family, draws=4, accept=0.5, seeds=[0, 1], entropy=config.entropy,
+        batch_mode=section.batch_settings, split_year=2022, default_games=4000,
+        default_time_control="LTC", verification_tests=2,
+    )  # fmt: skip
+    ds2 = calibration_dataset(config, section, family, twice, [0, 1], "digest")
+    assert ds2.attrs["verification_tests"] == 2 and ds2.sizes["sample"] == 8
+    np.testing.assert_array_equal(ds2["accepted"].values, ds["accepted"].values)
+    assert len(coverage_mc_se(ds2, replicates=5)) == len(coverage_mc_se(ds, replicates=5))
 
 
 def test_binomial_cdf_against_a_simulation_and_the_edges():

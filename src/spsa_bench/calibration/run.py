@@ -53,6 +53,7 @@ class Calibration:
     observed_summaries: np.ndarray  # (summary,)
     simulated_summaries: np.ndarray  # (draw, summary)
     samples: np.ndarray  # (tune, sample, stat): accepted draws x seeds x verification tests
+    verification_tests: int = 1
 
     @property
     def observed(self) -> np.ndarray:
@@ -134,6 +135,7 @@ def calibrate(
         observed_summaries=obs_summary,
         simulated_summaries=sim_summary,
         samples=samples,
+        verification_tests=verification_tests,
     )
 
 

@@ -236,7 +236,7 @@ def _calibration_attrs(section, result, seeds, digest: str) -> dict:
         "accept": section.accept,
         "seeds": f"{min(seeds)}-{max(seeds)}" if len(seeds) else "none",
         "instances_per_draw": len(seeds),
-        "verification_tests": section.verification_tests,
+        "verification_tests": result.verification_tests,
         "batch_mode": section.batch_mode,
         "default_games": section.default_games,
         "default_time_control": section.default_time_control,
