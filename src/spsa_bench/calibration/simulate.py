@@ -52,6 +52,9 @@ DEFAULT_A_RATIO, DEFAULT_ALPHA, DEFAULT_GAMMA = 0.1, 0.602, 0.101
 #: The spawn key of the simulated verification noise, and (below it) of the SPRT's pairs.
 VERIFY_KEY = 0x5E
 SPRT_KEY = 1
+#: Below VERIFY_KEY, the spawn key of a fixed-games record's further tests
+#: (:func:`verification_elos`), apart from the SPRT's.
+FIXED_KEY = 2
 #: The spawn key of the step multipliers (:func:`step_multipliers`).
 STEP_KEY = 0x57E9
 #: The spawn key of the stratified step multipliers' order (:func:`step_multipliers`).
@@ -354,11 +357,12 @@ def verification_elos(
     """The verification Elo of ``count`` independent tests of each simulated tune,
     ``(draw, seed, test)``, at its true gain ``gain`` ``(draw, seed)``. A record whose
     chosen test is an SPRT: each test played on the gain (:func:`selected_elo`; test
-    ``k`` of seed ``s`` from ``row_keys(tune entropy, [s], VERIFY_KEY, SPRT_KEY)`` at
-    ``k = 0``, ``(VERIFY_KEY, SPRT_KEY, k)`` after), NaN where it did not end as the
-    record's. Otherwise test 0 is ``fixed`` (the fixed-games value of
-    :func:`~.stats.simulated_stats`) and test ``k >= 1`` is ``gain + se Z`` with ``Z``
-    from ``SeedSequence(tune entropy, spawn_key=(VERIFY_KEY, k, s))``. Test 0 is what
+    ``k`` of seed ``s`` keyed by ``spawn_key=(VERIFY_KEY, SPRT_KEY, s)`` at ``k = 0``
+    and ``(VERIFY_KEY, SPRT_KEY, k, s)`` after, :func:`~.selection.row_keys`), NaN where
+    it did not end as the record's. Otherwise test 0 is ``fixed`` (the fixed-games
+    value of :func:`~.stats.simulated_stats`) and test ``k >= 1`` is ``gain + se Z``
+    with ``Z`` from ``SeedSequence(tune entropy, spawn_key=(VERIFY_KEY, FIXED_KEY, k,
+    s))``. Test 0 is what
     the statistics and the fit use; the others only widen the predictive sample of the
     verification Elo, whose SPRT selection leaves few samples (docs/calibration.md)."""
     count = int(count)
@@ -379,7 +383,9 @@ def verification_elos(
             [
                 [
                     np.random.default_rng(
-                        np.random.SeedSequence(tune_key, spawn_key=(VERIFY_KEY, k, int(s)))
+                        np.random.SeedSequence(
+                            tune_key, spawn_key=(VERIFY_KEY, FIXED_KEY, k, int(s))
+                        )
                     ).standard_normal()
                     for s in seeds
                 ]
