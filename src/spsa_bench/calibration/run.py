@@ -18,6 +18,10 @@ statistics use test 0 alone, so the posterior is the one ``K = 1`` gives, and th
 predictive sample of the verification Elo holds all ``K`` (``samples``' layout is
 accepted draw x seed x test; the move statistics, one per simulated tune, sit at test
 0 and are NaN at the others).
+
+With ``noise`` ``record`` each tune plays the match noise of its own era, measured in
+its verification tests (:mod:`~spsa_bench.calibration.era_noise`); ``preset`` (the
+default) plays its time control's calibrated preset.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from spsa_bench.calibration import fit
+from spsa_bench.calibration.era_noise import record_noises
 from spsa_bench.calibration.prior import PriorFamily
 from spsa_bench.calibration.simulate import (
     TuneSetting,
@@ -78,11 +83,19 @@ def calibrate(
     step_sampling: str = "random",
     quoted_step_spread: float | None = None,
     verification_tests: int = 1,
+    noise: str = "preset",
     progress: Callable[[str], None] | None = None,
 ) -> Calibration:
     """The calibration of ``records`` (module docstring)."""
     budgets = budget_levels(records, len(seeds), default_games)
     settings = tuple(tune_setting(r, budgets, default_time_control) for r in records)
+    if noise == "record":
+        eras = record_noises(records, [s.time_control for s in settings])
+        settings = tuple(
+            dataclasses.replace(s, noise=n) for s, n in zip(settings, eras, strict=True)
+        )
+    elif noise != "preset":
+        raise ValueError(f"noise {noise!r}: must be preset or record")
     fit_set = np.array([s.year < split_year for s in settings])
     if not fit_set.any():
         raise ValueError(f"no tune dated before {split_year}: nothing to fit on")

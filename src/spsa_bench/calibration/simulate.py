@@ -98,6 +98,9 @@ class TuneSetting:
     #: a source quotes the c_end and r_end the run played (the record's ``step``
     #: provenance), so ``quoted_step_spread`` applies instead of ``step_spread``
     step_quoted: bool = False
+    #: the match noise the tune plays: a preset name, or ``{draw_rate, sigma2}`` of its
+    #: era (:mod:`~spsa_bench.calibration.era_noise`); None: its time control's preset
+    noise: str | dict | None = None
 
 
 def nearest_time_control(text: str | None, default: str) -> str:
@@ -126,13 +129,13 @@ def tuned_time_control(record: TuneRecord, default: str) -> str:
         return nearest_time_control(record.tune.time_control, default)
     best = None  # (rank, noise model)
     for test in record.verification:
-        found = _test_time_control(test, default)
+        found = time_control_of_test(test, default)
         if found is not None and (best is None or found[0] > best[0]):
             best = found
     return default if best is None else best[1]
 
 
-def _test_time_control(test: Verification, default: str) -> tuple[float, str] | None:
+def time_control_of_test(test: Verification, default: str) -> tuple[float, str] | None:
     """``(rank, noise model)`` of a verification test's time control: its ``base+increment``
     (rank ``tc_limit``, noise model :func:`nearest_time_control`) or the first
     STC/LTC/VLTC/VVLTC word of its label (VVLTC ranked above VLTC, playing VLTC's noise);
@@ -150,9 +153,9 @@ def _test_time_control(test: Verification, default: str) -> tuple[float, str] | 
 
 def verification_time_control(test: Verification | None, tuned: str) -> str:
     """The time control (STC, LTC or VLTC) the verification ``test`` played at: its own
-    (:func:`_test_time_control`), else the tune's ``tuned`` one (an inference: a test
+    (:func:`time_control_of_test`), else the tune's ``tuned`` one (an inference: a test
     that names no time control is taken to be at the tune's)."""
-    found = None if test is None else _test_time_control(test, tuned)
+    found = None if test is None else time_control_of_test(test, tuned)
     return tuned if found is None else found[1]
 
 
@@ -269,10 +272,11 @@ def tune_config(setting: TuneSetting, entropy: int, batch_mode: dict, games: int
     ``games`` (default: the setting's)."""
     from spsa_bench.config.loader import resolve
 
+    noise = setting.time_control if setting.noise is None else setting.noise
     scenario = {
         "description": f"corpus tune {setting.name}",
         "fishtest_params": setting.block_text,
-        "noise": setting.time_control,
+        "noise": noise,
         "rounding": "stochastic",
     }
     spsa = {"kind": "spsa", "A_ratio": setting.a_ratio, "alpha": setting.alpha}
@@ -280,7 +284,7 @@ def tune_config(setting: TuneSetting, entropy: int, batch_mode: dict, games: int
     raw = {
         "games": setting.games if games is None else int(games),
         "checkpoints": 2,
-        "noise": setting.time_control,
+        "noise": noise,
         "entropy": tune_entropy(entropy, setting.name),
         "seeds": {"first": 0, "count": 1, "per_job": 1},
         "baseline": "spsa",

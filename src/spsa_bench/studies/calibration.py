@@ -57,6 +57,7 @@ def run_calibration(
         step_sampling=section.step_sampling,
         quoted_step_spread=section.quoted_step_spread,
         verification_tests=section.verification_tests,
+        noise=section.noise,
         progress=progress,
     )
     ds = calibration_dataset(config, section, family, result, seeds, digest)
@@ -92,6 +93,7 @@ def run_calibration(
                 if section.verification_tests != 1
                 else {}
             ),
+            **({"noise": section.noise} if section.noise != "preset" else {}),
         },
     )
     ds.attrs["calibrated_truth"] = json.dumps(record, sort_keys=True)
@@ -237,6 +239,7 @@ def _calibration_attrs(section, result, seeds, digest: str) -> dict:
         "seeds": f"{min(seeds)}-{max(seeds)}" if len(seeds) else "none",
         "instances_per_draw": len(seeds),
         "verification_tests": result.verification_tests,
+        "noise": section.noise,
         "batch_mode": section.batch_mode,
         "default_games": section.default_games,
         "default_time_control": section.default_time_control,

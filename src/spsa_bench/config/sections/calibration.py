@@ -13,6 +13,7 @@ docs/calibration.md)::
       step_sampling: random        # random: a factor per instance; stratified: one per stratum
       quoted_step_spread: null     # the same for records quoting their step (null: step_spread)
       verification_tests: 1        # verification tests per simulated tune (bands; fit: the first)
+      noise: preset                # preset: the time control's; record: the tune's era's
       param_step_spread: 0         # log-sd of a per-instance, per-parameter factor on c_end
       start_tuned_at: null         # STC/LTC/VLTC: where every tune's start was last tuned
       fixed: {inactive_fraction: 0.25, plateau: {width: 1}}   # a truth mapping
@@ -62,6 +63,7 @@ DEFAULTS = {
     "step_sampling": "random",
     "quoted_step_spread": None,
     "verification_tests": 1,
+    "noise": "preset",
     "param_step_spread": 0.0,
     "start_tuned_at": None,
     "fixed": {},
@@ -87,6 +89,9 @@ class CalibrationSection:
     #: the verification tests played on each simulated tune (``calibration.run``: the
     #: fit uses the first, the predictive bands all)
     verification_tests: int
+    #: ``preset`` (each tune plays its time control's calibrated noise) or ``record``
+    #: (the noise its own verification tests measured: ``calibration.era_noise``)
+    noise: str
     param_step_spread: float
     #: the time control every tune's start values were last tuned at (its offsets are
     #: drawn there; a tune at another time control plays the optimum the family's
@@ -184,6 +189,7 @@ def parse(config: Config) -> CalibrationSection | None:
             None if raw["quoted_step_spread"] is None else float(raw["quoted_step_spread"])
         ),
         verification_tests=int(raw["verification_tests"]),
+        noise=raw["noise"],
         param_step_spread=float(raw["param_step_spread"]),
         start_tuned_at=start,
         fixed=fixed,

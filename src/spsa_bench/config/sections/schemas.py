@@ -314,6 +314,15 @@ CALIBRATION = _object(
             minimum=1,
             maximum=64,
         ),
+        "noise": {
+            "enum": ["preset", "record"],
+            "description": (
+                "the match noise a simulated tune plays: preset (default: its time "
+                "control's calibrated preset) or record (the draw rate and pair variance "
+                "its own verification tests measured at that time control, the noise of "
+                "its era; the preset where none did)"
+            ),
+        },
         "param_step_spread": _num(
             "log-sd of a per-instance, per-parameter log-normal factor on every c_end a "
             "simulated tune plays (moves stay in the recorded c_end; default 0, off)",
