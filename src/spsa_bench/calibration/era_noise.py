@@ -36,8 +36,9 @@ from spsa_bench.calibration.simulate import time_control_of_test
 from spsa_bench.corpus.records import TuneRecord
 from spsa_bench.model.noise import PRESETS
 
-#: The pair variance over the family's lowest one at a draw rate (a within-pair
-#: correlation of 0.005): the draw rate a measured pair variance is played at.
+#: The within-pair correlation a measured pair variance is played at: the draw rate is
+#: ``1 - sigma2 / (1 + PAIR_CORRELATION)``, just inside the family's reach (it needs
+#: ``sigma2 >= 1 - draw_rate``, a correlation of at least 0).
 PAIR_CORRELATION = 0.005
 _PAIR_NET = np.array([-2.0, -1.0, 0.0, 1.0, 2.0])
 
