@@ -27,6 +27,7 @@ default) plays its time control's calibrated preset.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import warnings
 from collections.abc import Callable, Sequence
@@ -86,59 +87,33 @@ def calibrate(
     noise: str = "preset",
     progress: Callable[[str], None] | None = None,
 ) -> Calibration:
-    """The calibration of ``records`` (module docstring)."""
-    budgets = budget_levels(records, len(seeds), default_games)
-    settings = tuple(tune_setting(r, budgets, default_time_control) for r in records)
-    if noise == "record":
-        eras = record_noises(records, [s.time_control for s in settings])
-        settings = tuple(
-            dataclasses.replace(s, noise=n) for s, n in zip(settings, eras, strict=True)
-        )
-    elif noise != "preset":
-        raise ValueError(f"noise {noise!r}: must be preset or record")
+    """The calibration of ``records`` (module docstring), in its steps: the settings,
+    the fit tunes simulated at every draw, rejection ABC, the predictive samples."""
+    settings = _settings(records, len(seeds), default_games, default_time_control, noise)
     fit_set = np.array([s.year < split_year for s in settings])
     if not fit_set.any():
         raise ValueError(f"no tune dated before {split_year}: nothing to fit on")
     values = family.draws(entropy, draws)
     seeds = [int(s) for s in seeds]
-    stat_shape = (len(seeds), len(STATS))
-    simulated = np.full((len(settings), draws, *stat_shape), np.nan)
+    play = functools.partial(
+        simulate_tune_tests, family=family, seeds=seeds, entropy=entropy,
+        batch_mode=batch_mode, step_spread=step_spread,
+        param_step_spread=param_step_spread, start_tuned_at=start_tuned_at,
+        step_sampling=step_sampling, quoted_step_spread=quoted_step_spread,
+        verification_tests=verification_tests,
+    )  # fmt: skip
+    simulated = np.full((len(settings), draws, len(seeds), len(STATS)), np.nan)
     tests = np.full((len(settings), draws, len(seeds), verification_tests), np.nan)
     for i in np.flatnonzero(fit_set):
         if progress is not None:
             progress(f"fit: {settings[i].name} ({settings[i].games:,} games, {draws} draws)")
-        simulated[i], tests[i] = simulate_tune_tests(
-            settings[i], family, values, seeds, entropy, batch_mode, step_spread,
-            param_step_spread, start_tuned_at, step_sampling, quoted_step_spread,
-            verification_tests,
-        )  # fmt: skip
-    log_params = np.log([s.params for s in settings])
-    observed = np.stack([s.observed for s in settings])
-    obs_summary = fit.summaries(observed[fit_set], log_params[fit_set])
-    # (draw, seed, tune, stat) -> summaries per draw and seed, then the mean over seeds
-    per_seed = fit.summaries(np.moveaxis(simulated[fit_set], 0, 2), log_params[fit_set])
-    with warnings.catch_warnings():  # a summary the fit set lacks is NaN at every seed
-        warnings.simplefilter("ignore", RuntimeWarning)
-        sim_summary = np.nanmean(per_seed, axis=1)
+        simulated[i], tests[i] = play(settings[i], values=values)
+    obs_summary, sim_summary = _summaries(settings, fit_set, simulated)
     distance = fit.distances(sim_summary, obs_summary)
     accepted = fit.accept(distance, accept)
-    kept = values[accepted]
-    shape = (kept.shape[0], len(seeds), verification_tests, len(STATS))
-    samples = np.full((len(settings), *shape), np.nan)
-    for i, setting in enumerate(settings):
-        if fit_set[i]:
-            rows, elos = simulated[i][accepted], tests[i][accepted]
-        else:
-            if progress is not None:
-                progress(f"predict: {setting.name} ({setting.games:,} games)")
-            rows, elos = simulate_tune_tests(
-                setting, family, kept, seeds, entropy, batch_mode, step_spread,
-                param_step_spread, start_tuned_at, step_sampling, quoted_step_spread,
-                verification_tests,
-            )  # fmt: skip
-        samples[i, :, :, 0] = rows  # the moves at test 0, NaN at the others
-        samples[i, :, :, :, 0] = elos
-    samples = samples.reshape(len(settings), -1, len(STATS))
+    samples = _predictive_samples(
+        settings, fit_set, simulated, tests, accepted, values[accepted], play, progress
+    )
     return Calibration(
         settings=settings,
         fit_set=fit_set,
@@ -150,6 +125,49 @@ def calibrate(
         samples=samples,
         verification_tests=verification_tests,
     )
+
+
+def _settings(records, slots: int, default_games, default_time_control: str, noise: str):
+    """Every record's :class:`~spsa_bench.calibration.simulate.TuneSetting` (``slots``
+    instances per draw), at its era's noise when ``noise`` is ``record``."""
+    budgets = budget_levels(records, slots, default_games)
+    settings = tuple(tune_setting(r, budgets, default_time_control) for r in records)
+    if noise == "record":
+        eras = record_noises(records, [s.time_control for s in settings])
+        return tuple(dataclasses.replace(s, noise=n) for s, n in zip(settings, eras, strict=True))
+    if noise != "preset":
+        raise ValueError(f"noise {noise!r}: must be preset or record")
+    return settings
+
+
+def _summaries(settings, fit_set: np.ndarray, simulated: np.ndarray):
+    """The fit set's observed summaries and each draw's simulated ones (summaries per
+    draw and seed, then their mean over the seeds)."""
+    log_params = np.log([s.params for s in settings])[fit_set]
+    observed = np.stack([s.observed for s in settings])[fit_set]
+    # (draw, seed, tune, stat) -> summaries per draw and seed
+    per_seed = fit.summaries(np.moveaxis(simulated[fit_set], 0, 2), log_params)
+    with warnings.catch_warnings():  # a summary the fit set lacks is NaN at every seed
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return fit.summaries(observed, log_params), np.nanmean(per_seed, axis=1)
+
+
+def _predictive_samples(settings, fit_set, simulated, tests, accepted, kept, play, progress):
+    """``(tune, sample, stat)``: the accepted rows of the fit tunes, the held-out tunes
+    played at the accepted draws ``kept``; sample = accepted draw x seed x test, the
+    moves at test 0 (NaN at the others), the verification Elo at every test."""
+    n_seeds, n_tests = tests.shape[2], tests.shape[3]
+    samples = np.full((len(settings), kept.shape[0], n_seeds, n_tests, len(STATS)), np.nan)
+    for i, setting in enumerate(settings):
+        if fit_set[i]:
+            rows, elos = simulated[i][accepted], tests[i][accepted]
+        else:
+            if progress is not None:
+                progress(f"predict: {setting.name} ({setting.games:,} games)")
+            rows, elos = play(setting, values=kept)
+        samples[i, :, :, 0] = rows  # the moves at test 0, NaN at the others
+        samples[i, :, :, :, 0] = elos
+    return samples.reshape(len(settings), -1, len(STATS))
 
 
 def corpus_digest(folder=None) -> str:
