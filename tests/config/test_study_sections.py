@@ -24,6 +24,13 @@ def _workers_arm(settings):
     return change
 
 
+def _workers_pool(pool):
+    def change(raw):
+        raw["workers_study"]["pool"] = pool
+
+    return change
+
+
 def _cend_variant(settings):
     def change(raw):
         raw["cend_study"]["variants"]["x"] = settings
@@ -52,6 +59,17 @@ CASES = {
         "workers-study", _workers_arm({"kind": "no-such-kind"}),
         'workers_study.arms.x.kind = "no-such-kind"',
     ),
+    "workers pool time control": (
+        "workers-study", _workers_pool({"batch": "fishtest", "tc": "XTC"}),
+        'workers_study.pool.tc = "XTC"',
+    ),
+    "workers pool no batch": (
+        "workers-study", _workers_pool({"tc": "LTC"}), "workers_study.pool: 'batch'"
+    ),
+    "workers pool workers": (
+        "workers-study", _workers_pool({"batch": "fishtest", "workers": 3}),
+        "workers_study.pool.workers",
+    ),
     "cend variant swept": (
         "cend-study", _cend_variant({"r_scale": [0.5, 1.0]}),
         "cend_study.variants.x.r_scale = [0.5, 1.0]",
@@ -79,7 +97,13 @@ def test_a_bad_study_arm_is_refused_when_the_config_loads(case):
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    "case", ["workers arm swept", "workers arm negative", "cend variant swept"]
+    "case",
+    [
+        "workers arm swept",
+        "workers arm negative",
+        "workers pool time control",
+        "cend variant swept",
+    ],
 )
 def test_the_study_command_refuses_a_bad_arm_with_one_line_and_exit_2(case, tmp_path):
     command, change, key = CASES[case]

@@ -90,9 +90,10 @@ WORKERS_STUDY = _object(
     "pool at several sizes, paired with a synchronous mode (docs/asynchrony.md)",
     {
         "pool": {
-            "type": "object",
+            **copy.deepcopy(BATCH_MODE),  # its own copy in the file
             "description": "a batch mode without workers (default {batch: fishtest}); checked "
-            "like batch_modes entries",
+            "like batch_modes entries (the same schema, batch alone required)",
+            "required": ["batch"],
         },
         "workers": {
             "type": "array",
