@@ -6,13 +6,14 @@ and writes the row's outputs (its NetCDF dataset, tables and figure) into
 ``--output-dir``; a configuration without the section is refused, pointing to the
 study's docs. A study whose estimated memory exceeds the machine's, or whose
 estimated time exceeds a day, is refused before any run
-(:meth:`~spsa_bench.studies.base.Study.check_estimates`).
+(:meth:`~spsa_bench.studies.base.Study.check_estimates`), as is an ``--output-dir`` that
+is empty text or a file, or whose output names are directories, devices or the
+configuration (:func:`~spsa_bench.results.atomic.check_output_dir`).
 """
 
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from spsa_bench.cli.common import add_config, load, seeds
 
@@ -36,6 +37,8 @@ class StudyCommand:
         p.set_defaults(func=self.run)
 
     def run(self, args: argparse.Namespace) -> int:
+        from spsa_bench.results.atomic import check_output_dir
+
         row = self.row
         config = load(args)
         section = row.required(config)
@@ -43,8 +46,11 @@ class StudyCommand:
         if row.check_seeds is not None:
             row.check_seeds(section, chosen)
         row.check_estimates(config, section, chosen)  # memory and time, before any run
+        paths = check_output_dir(
+            args.output_dir, [output.file for output in row.outputs], inputs=(args.config,)
+        )
         ds = row.run(config, section, chosen, progress=None if args.quiet else row.progress)
-        paths = row.write(ds, [Path(args.output_dir) / output.file for output in row.outputs])
+        paths = row.write(ds, paths)
         if not args.quiet:
             row.progress(f"wrote {', '.join(str(p) for p in paths)}")
         return 0

@@ -67,15 +67,9 @@ def output_paths(directory: str, inputs=()) -> list[Path]:
     """``tuning.nc``, ``tuned.csv`` and ``tuned.md`` in ``directory``, refused (naming
     ``--output-dir``) when it is empty text or a file, or an output is a directory, a
     device or one of ``inputs``."""
-    from spsa_bench.results.atomic import OutputPathError, check_output
+    from spsa_bench.results.atomic import check_output_dir
 
-    if not directory.strip():
-        raise OutputPathError(f"--output-dir = {directory!r}: empty path; give a directory")
-    folder = Path(directory)
-    if folder.exists() and not folder.is_dir():
-        raise OutputPathError(f"--output-dir = {directory!r}: not a directory")
-    inputs = [str(path) for path in inputs if path]
-    return [check_output(folder / name, flag="--output-dir", inputs=inputs) for name in OUTPUTS]
+    return check_output_dir(directory, OUTPUTS, inputs=inputs)
 
 
 #: The dimensions of ``elo_loss`` in a benchmark file.

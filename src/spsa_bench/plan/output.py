@@ -62,16 +62,11 @@ def output_paths(directory: str, source: str | None = None) -> list[Path]:
     """``plan.md``, ``plan.nc``, ``plan.png`` in ``directory``, refused (naming
     ``--output``) before any work when ``directory`` is empty or a file, an output (or
     the marker) is a directory or a device, or an output is the input ``source``."""
-    from spsa_bench.results.atomic import OutputPathError, check_output
+    from spsa_bench.results.atomic import OutputPathError, check_output_dir
 
-    if not directory.strip():
-        raise OutputPathError(
-            f"--output = {directory!r}: empty path; give a directory (e.g. --output plan)"
-        )
-    folder = Path(directory)
-    if folder.exists() and not folder.is_dir():
-        raise OutputPathError(f"--output = {directory!r}: not a directory")
-    paths = [check_output(folder / name, flag="--output") for name in (*OUTPUTS, MARKER)]
+    paths = check_output_dir(
+        directory, (*OUTPUTS, MARKER), flag="--output", hint=" (e.g. --output plan)"
+    )
     for path in paths:
         if _is_input(path, source):
             raise OutputPathError(

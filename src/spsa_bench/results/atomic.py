@@ -61,6 +61,22 @@ def check_output(path: str | Path, *, flag: str = "--output", inputs=()) -> Path
     return path
 
 
+def check_output_dir(
+    directory: str, names, *, flag: str = "--output-dir", inputs=(), hint: str = ""
+) -> list[Path]:
+    """The files ``names`` in ``directory``, each checked by :func:`check_output`, before
+    any work: the directory refused when it is empty text or an existing non-directory
+    (``hint`` is appended to the empty-text message)."""
+    text = str(directory)
+    if not text.strip():
+        raise OutputPathError(f"{flag} = {text!r}: empty path; give a directory{hint}")
+    folder = Path(text)
+    if folder.exists() and not folder.is_dir():
+        raise OutputPathError(f"{flag} = {text!r}: not a directory")
+    inputs = [str(path) for path in inputs if path]
+    return [check_output(folder / name, flag=flag, inputs=inputs) for name in names]
+
+
 def _owner_alive(middle: str) -> bool:
     """Whether the writer named in a temporary file's ``HOST~PID~RANDOM`` part may still run."""
     host, _, rest = middle.partition("~")
