@@ -132,3 +132,21 @@ def test_plan_figure_draws_every_role_in_both_panels():
         expected = ds["gain"].sel(run=run).values.mean(axis=0)
         np.testing.assert_allclose(line.get_ydata(), expected)
     plt.close(fig)
+
+
+@pytest.mark.parametrize(
+    "source, words",
+    [("calibrated: truth prior calibrated to 21 real Stockfish tunes", "a fit, not a fact"),
+     ("assumed", "an assumption")],
+)  # fmt: skip
+def test_plan_figure_title_says_what_the_prior_is(source, words):
+    """The title names a calibrated prior as a fit and the hand-set one as an assumption,
+    as plan.md's prior section does (it said "an assumption" for both)."""
+    import xarray as xr
+
+    from spsa_bench.plan.figure import _prior_words
+
+    ds = xr.Dataset(attrs={"truth_prior_source": source})
+    assert words in _prior_words(ds)
+    other = "an assumption" if words != "an assumption" else "a fit"
+    assert other not in _prior_words(ds)

@@ -89,6 +89,14 @@ def _against_games(ax, ds: xr.Dataset, roles: dict[str, str], palette: dict) -> 
     ax.set_ylabel("expected gain, Elo (mean, 95% CI)")
 
 
+def _prior_words(ds: xr.Dataset) -> str:
+    """What the prior is, as plan.md says it: a fit to real tunes (the calibrated prior)
+    or the user's or the hand-set assumption."""
+    if str(ds.attrs.get("truth_prior_source", "")).startswith("calibrated"):
+        return "calibrated to real tunes: a fit, not a fact"
+    return "an assumption"
+
+
 def plan_figure(ds: xr.Dataset):
     """The figure of ``plan.png`` (a matplotlib Figure), drawn with the caller's
     backend (the command line chooses Agg; this function never switches it)."""
@@ -104,7 +112,7 @@ def plan_figure(ds: xr.Dataset):
     fig.suptitle(
         f"{_title_text(str(ds.attrs['source_block']))}: {ds.sizes['param']} parameters, "
         f"{ds.attrs['time_control']}, {ds.attrs['batch_mode']}, {ds.sizes['seed']} instances "
-        "of the prior (an assumption)",
+        f"of the prior ({_prior_words(ds)})",
         fontsize="medium",
     )
     return fig
