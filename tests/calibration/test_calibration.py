@@ -156,6 +156,24 @@ def test_budget_levels_are_log_quantiles_of_the_known_budgets_on_fishtests_grid(
         budget_levels(records[3:], 3, "corpus")
 
 
+def test_log_uniform_budget_levels_spread_evenly_between_the_known_extremes():
+    """log-uniform: the strata (i + 1/2)/n of ln g between the smallest and the largest
+    known budget, whatever the budgets between them (the corpus rule follows those)."""
+    budgets = (16_000, 90_000, 100_000, 110_000, 2_000_000)
+    records = [_record(f"2020-g{i}", [], games=g) for i, g in enumerate(budgets)]
+    levels = budget_levels(records, 4, "log-uniform")
+    low, high = math.log(16_000), math.log(2_000_000)
+    expected = [
+        1000 * round(math.exp(low + q * (high - low)) / 1000) for q in (1 / 8, 3 / 8, 5 / 8, 7 / 8)
+    ]
+    assert levels == tuple(expected)
+    ratios = np.diff(np.log(levels))  # equal steps in ln g (to Fishtest's 1000-game grid)
+    np.testing.assert_allclose(ratios, (high - low) / 4, rtol=0.01)
+    assert max(levels) > max(budget_levels(records, 4, "corpus"))  # more weight on long tunes
+    with pytest.raises(ValueError, match="no record"):
+        budget_levels([_record("2020-x", [], games=None)], 4, "log-uniform")
+
+
 def test_an_unknown_budget_plays_each_seed_slot_at_its_level():
     """Seed slot i of a tune with unknown games is exactly the same tune with known games
     budgets[i mod 2] at that seed (the replays are per budget; seeds are independent)."""

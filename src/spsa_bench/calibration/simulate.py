@@ -159,6 +159,11 @@ def verification_time_control(test: Verification | None, tuned: str) -> str:
     return tuned if found is None else found[1]
 
 
+#: ``calibration.default_games`` values that spread an unknown budget over the corpus's
+#: known ones (:func:`budget_levels`); any other value is a number of games.
+BUDGET_RULES = ("corpus", "log-uniform")
+
+
 def fishtest_games(games: float) -> int:
     """``games`` on Fishtest's grid of budgets: a multiple of 1000 in [1000, 3.2 M]."""
     return int(min(max(1000 * round(games / 1000), 1000), 3_200_000))
@@ -168,19 +173,27 @@ def budget_levels(records: Sequence[TuneRecord], slots: int, default) -> tuple[i
     """The budgets a tune of unknown games plays, one per instance slot.
 
     ``default`` a number: that budget alone. ``"corpus"``: the quantiles
-    ``(i + 1/2) / slots``, ``i = 0 .. slots - 1``, of the known budgets of ``records``
-    on a log scale (``exp`` of the quantile of ``ln games``, linear interpolation),
-    each on Fishtest's grid: a stratified sample of the budgets real tunes used, so
-    that a tune whose budget nobody wrote down is predicted over that spread rather
-    than at one assumed value (an assumption too: the corpus's budgets stand for the
-    unknown ones). ``slots`` is the number of seeds.
+    ``q_i = (i + 1/2) / slots``, ``i = 0 .. slots - 1``, of the known budgets of
+    ``records`` on a log scale (``exp`` of the quantile of ``ln games``, linear
+    interpolation), each on Fishtest's grid: a stratified sample of the budgets real
+    tunes used, so that a tune whose budget nobody wrote down is predicted over that
+    spread rather than at one assumed value (an assumption too: the corpus's budgets
+    stand for the unknown ones). ``"log-uniform"``: the same strata of a log-uniform
+    distribution between the smallest and the largest known budget,
+    ``exp(ln g_min + q_i (ln g_max - ln g_min))`` (the assumption that an unstated
+    budget is any of the corpus's range alike, which puts more weight on long tunes
+    than the known budgets, most of them 30 k to 200 k games, do). ``slots`` is the
+    number of seeds.
     """
-    if default != "corpus":
+    if default not in BUDGET_RULES:
         return (fishtest_games(default),)
     known = np.array([r.tune.games for r in records if r.tune.games is not None], float)
     if known.size == 0:
-        raise ValueError("default_games = corpus: no record of the corpus knows its games")
+        raise ValueError(f"default_games = {default}: no record of the corpus knows its games")
     levels = (np.arange(max(int(slots), 1)) + 0.5) / max(int(slots), 1)
+    if default == "log-uniform":
+        low, high = np.log(known.min()), np.log(known.max())
+        return tuple(fishtest_games(g) for g in np.exp(low + levels * (high - low)))
     return tuple(fishtest_games(g) for g in np.exp(np.quantile(np.log(known), levels)))
 
 

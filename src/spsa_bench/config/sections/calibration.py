@@ -77,7 +77,7 @@ class CalibrationSection:
     split_year: int
     draws: int
     accept: float
-    default_games: int | str  # a number of games, or "corpus"
+    default_games: int | str  # a number of games, "corpus" or "log-uniform"
     default_time_control: str
     step_spread: float
     #: ``random`` (a factor per instance) or ``stratified`` (the instances take the
@@ -154,11 +154,12 @@ def parse(config: Config) -> CalibrationSection | None:
                 f"{KEY}: fixed and free give no truth prior at {corner}: {error}"
             ) from None
     games = raw["default_games"]
-    if games != "corpus" and (
+    if games not in ("corpus", "log-uniform") and (
         isinstance(games, bool) or not isinstance(games, int) or not 1000 <= games <= 3_200_000
     ):
         raise ConfigError(
-            f"{KEY}.default_games = {games!r}: must be corpus or an integer in [1000, 3200000]"
+            f"{KEY}.default_games = {games!r}: must be corpus, log-uniform or an integer in "
+            "[1000, 3200000]"
         )
     start = raw["start_tuned_at"]
     if start is not None and start not in TIME_CONTROLS:

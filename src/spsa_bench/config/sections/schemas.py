@@ -274,11 +274,13 @@ CALIBRATION = _object(
         "default_games": {
             "oneOf": [
                 _int("games of every tune whose budget is unknown", minimum=1000, maximum=3200000),
-                {"const": "corpus"},
+                {"enum": ["corpus", "log-uniform"]},
             ],
             "description": (
                 "games of a tune whose budget is unknown: a number, or corpus (default): "
-                "each instance plays one quantile of the corpus's known budgets"
+                "each instance plays one quantile of the corpus's known budgets (log scale), "
+                "or log-uniform: one quantile of a log-uniform between the smallest and the "
+                "largest known budget"
             ),
         },
         "default_time_control": {
