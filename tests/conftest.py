@@ -89,6 +89,7 @@ HAND_SET = {
     "adam": {"lr": 0.04},
     "adam-block": {"lr": 0.04},
     "ademamix": {"lr": 0.01},
+    "spsa-2": {"curvature_floor": 0.01},
 }
 
 

@@ -151,9 +151,9 @@ def test_full_grid_and_nested_overrides(env, tmp_path):
     assert {rule: counts[rule] for rule in expected} == {
         rule: 2 * n for rule, n in expected.items()
     }
-    # four unswept arms (spsa, Autoselect, OpenBench's SPSA, 2SPSA) and nine sweeps,
-    # in 3 batch modes x 5 scenarios
-    assert expected["simulate"] == 4 * 3 * 5 and len(expected) == 1 + 9
+    # three unswept arms (spsa, Autoselect, OpenBench's SPSA) and ten sweeps (2SPSA's
+    # curvature floor the tenth), in 3 batch modes x 5 scenarios
+    assert expected["simulate"] == 3 * 3 * 5 and len(expected) == 1 + 10
     assert counts["schedule"] == 2 * 2  # two asynchronous modes x two seed chunks
     assert counts["validate_optimizers"] == 1
     ademamix = "results/runs/async-fixed/mixed/ademamix-lr-0p01/seeds-50-99.nc"

@@ -90,7 +90,7 @@ def test_a_stacked_sweep_equals_its_arms_replayed_alone(config, sweep, mode, rep
     bowls, stochastic rounding) and held-out rows: each arm's run variables and
     held-out losses are those of its separate replay, bit for bit."""
     arms = arms_of(config, sweep)
-    assert len(arms) >= 5
+    assert len(arms) >= 3  # every default sweep brackets its hand-set value
     alone = replays(config, arms, mode, "tune-16-stc", stacked=False)
     calls = replayed_rows
     calls.clear()
