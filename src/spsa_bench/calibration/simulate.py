@@ -37,6 +37,7 @@ from spsa_bench.calibration.prior import PriorFamily
 from spsa_bench.calibration.selection import row_keys, simulate_sprt
 from spsa_bench.calibration.stats import STATS, chosen_test, observed_stats, simulated_stats
 from spsa_bench.config.param_block import parse_block, synthetic_tune
+from spsa_bench.config.sections.calibration import BUDGET_RULES
 from spsa_bench.corpus.records import TuneRecord, Verification
 from spsa_bench.model.bowl import TIME_CONTROLS
 from spsa_bench.model.instances import (
@@ -157,11 +158,6 @@ def verification_time_control(test: Verification | None, tuned: str) -> str:
     that names no time control is taken to be at the tune's)."""
     found = None if test is None else time_control_of_test(test, tuned)
     return tuned if found is None else found[1]
-
-
-#: ``calibration.default_games`` values that spread an unknown budget over the corpus's
-#: known ones (:func:`budget_levels`); any other value is a number of games.
-BUDGET_RULES = ("corpus", "log-uniform")
 
 
 def fishtest_games(games: float) -> int:

@@ -53,6 +53,9 @@ FREE_KEYS = (
     "time_control_shift.spread",
 )
 MAX_FREE = 4
+#: ``default_games`` values that spread an unknown budget over the corpus's known ones
+#: (``spsa_bench.calibration.simulate.budget_levels``); any other value is a number of games.
+BUDGET_RULES = ("corpus", "log-uniform")
 DEFAULTS = {
     "split_year": 2022,
     "draws": 32,
@@ -154,7 +157,7 @@ def parse(config: Config) -> CalibrationSection | None:
                 f"{KEY}: fixed and free give no truth prior at {corner}: {error}"
             ) from None
     games = raw["default_games"]
-    if games not in ("corpus", "log-uniform") and (
+    if games not in BUDGET_RULES and (
         isinstance(games, bool) or not isinstance(games, int) or not 1000 <= games <= 3_200_000
     ):
         raise ConfigError(
