@@ -131,22 +131,11 @@ def test_plan_figure_draws_every_role_in_both_panels():
     for line, run in zip(trajectories, shown.values(), strict=True):
         expected = ds["gain"].sel(run=run).values.mean(axis=0)
         np.testing.assert_allclose(line.get_ydata(), expected)
+    # the title says what the prior is, as plan.md's prior section does
+    assert "(an assumption)" in fig._suptitle.get_text()
     plt.close(fig)
-
-
-@pytest.mark.parametrize(
-    "source, words",
-    [("calibrated: truth prior calibrated to 21 real Stockfish tunes", "a fit, not a fact"),
-     ("assumed", "an assumption")],
-)  # fmt: skip
-def test_plan_figure_title_says_what_the_prior_is(source, words):
-    """The title names a calibrated prior as a fit and the hand-set one as an assumption,
-    as plan.md's prior section does (it said "an assumption" for both)."""
-    import xarray as xr
-
-    from spsa_bench.plan.figure import _prior_words
-
-    ds = xr.Dataset(attrs={"truth_prior_source": source})
-    assert words in _prior_words(ds)
-    other = "an assumption" if words != "an assumption" else "a fit"
-    assert other not in _prior_words(ds)
+    ds.attrs["truth_prior_source"] = "calibrated: truth prior calibrated to 21 real tunes"
+    fig = plan_figure(ds)
+    title = fig._suptitle.get_text()
+    assert "calibrated to real tunes: a fit, not a fact" in title and "assumption" not in title
+    plt.close(fig)
