@@ -23,6 +23,14 @@ def test_the_shipped_record_is_a_prior_with_its_source():
     assert prior.option_on("elo_at_stake")
 
 
+def test_the_shipped_prior_was_fitted_on_the_packaged_corpus():
+    """A corpus edit (a corrected record, a new tune) leaves the shipped prior a fit to
+    another corpus version until it is recalibrated and shipped again (ci/ship_calibration.py)."""
+    from spsa_bench.calibration.run import corpus_digest
+
+    assert calibrated_record()["fitted_on"]["corpus_digest"] == corpus_digest()
+
+
 def test_a_scenario_selects_it_by_name(tmp_path):
     from conftest import small_config_dict
 
