@@ -85,6 +85,21 @@ def _canonical(value, schema: dict | None):
     return _map_leaves(value, schema, _as_number)
 
 
+_SCHEMA_CACHE: dict[tuple, dict] = {}
+
+
+def _schema_properties() -> dict:
+    """``build_schema()["properties"]`` for the kinds registered now, built once per set of
+    kinds: Snakemake evaluates every job's params (its cell settings) several times,
+    and rebuilding the whole schema for each took a minute of the default run's 217
+    jobs (2026-11-27, a profile of the Snakemake process). Read-only to its callers."""
+    key = tuple((kind, id(spec)) for kind, spec in REGISTRY.items())
+    if key not in _SCHEMA_CACHE:
+        _SCHEMA_CACHE.clear()
+        _SCHEMA_CACHE[key] = build_schema()["properties"]
+    return _SCHEMA_CACHE[key]
+
+
 def arm_settings(config: Config, optimizer: str) -> dict:
     """The resolved settings of one optimizer arm: ``{"kind": ..., **hyperparameters}``."""
     arm = config.optimizer(optimizer)
@@ -101,7 +116,7 @@ def cell_settings(config: Config, optimizer: str, batch_mode: str, scenario: str
     """
     config.batch_mode(batch_mode)
     config.scenario(scenario)
-    schema = build_schema()["properties"]
+    schema = _schema_properties()
     resolved = config.resolved
     # the budget as num_pairs whether the config gave num_pairs or games
     cell = {key: _canonical(resolved[key], schema[key]) for key in RUN_KEYS if key != "num_pairs"}
@@ -123,7 +138,7 @@ def _study_settings(config: Config, key: str, scope) -> dict:
     """What a study of scenarios and arms depends on: the run keys (the scope's
     ``num_pairs``), the noise, the seeds, the scope's batch mode, scenarios and
     configured arms, and the study's section itself."""
-    schema = build_schema()["properties"]
+    schema = _schema_properties()
     resolved = config.resolved
     settings = {k: _canonical(resolved[k], schema[k]) for k in RUN_KEYS if k != "num_pairs"}
     settings["num_pairs"] = int(scope.num_pairs)
@@ -219,7 +234,7 @@ def validated_arms(config: Config) -> list[str]:
 
 def schedule_settings(config: Config, batch_mode: str) -> dict:
     """What an (optimizer- and scenario-independent) job schedule depends on."""
-    schema = build_schema()["properties"]
+    schema = _schema_properties()
     resolved = config.resolved
     mode = _canonical(
         copy.deepcopy(resolved["batch_modes"][batch_mode]),

@@ -189,3 +189,19 @@ def _view():
         c_dev=np.full(2, 10.0),
         num_pairs=1000,
     )
+
+
+def test_the_workflows_cached_schema_follows_the_registered_kinds(monkeypatch):
+    """workflow._schema_properties builds the schema once per set of kinds: the built-in
+    one equals build_schema()'s, and a plugin kind registered afterwards is in the next
+    one (a stale cache would leave the plugin arm's hyperparameters unchecked)."""
+    from spsa_bench import workflow
+
+    before = workflow._schema_properties()
+    assert before == build_schema()["properties"]
+    assert workflow._schema_properties() is before  # built once, not per call
+    rows = {**REGISTRY.built_ins(), "toy": dataclasses.replace(toy_row(), distribution="toy")}
+    monkeypatch.setattr(REGISTRY, "_rows", rows)
+    after = workflow._schema_properties()
+    assert "toy" in after["optimizers"]["properties"]
+    assert "toy" not in before["optimizers"]["properties"]
