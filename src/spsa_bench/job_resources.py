@@ -75,9 +75,12 @@ def sweep_mem_mb(bench: Config, wildcards, arms: int = 1) -> int:
     return fitted(145 + stacked * sweep_seed_pairs(bench, wildcards) * 23 // 1_000_000)
 
 
-def sweep_runtime(bench: Config, wildcards, arms: int) -> int:
-    """A sweep's job: one simulate per arm after one start-up."""
-    return 2 + arms * sweep_seed_pairs(bench, wildcards) // 20_000_000
+def group_runtime(bench: Config, wildcards, arms: int, cells: int, tuning: bool) -> int:
+    """A simulate job of ``arms`` arms in ``cells`` cells (its scenario in every batch
+    mode, one cell after another): one simulate per arm and cell after one start-up, the
+    rows of a sweep's job counting its share of the tuning seeds (``tuning``)."""
+    pairs = sweep_seed_pairs(bench, wildcards) if tuning else seed_pairs(bench, wildcards)
+    return 2 + cells * arms * pairs // 20_000_000
 
 
 def schedule_mem_mb(bench: Config, wildcards) -> int:

@@ -1,13 +1,14 @@
 """The benchmark grid as the Snakemake workflow sees it.
 
-The workflow expands optimizer arms x batch modes x scenarios x seed chunks.
-Each simulate job receives the *cell settings*: the part of the resolved
-configuration its result depends on (that arm's hyperparameters, that batch
-mode, that scenario, the budget, checkpoints, signal, iteration counter and
-entropy) and nothing else, as one canonical JSON string. Snakemake's params
-rerun trigger compares exactly this string, so editing one arm re-runs that
-arm's jobs only, and rewriting a value in an equivalent way (``5000`` for
-``5000.0``, a default spelled out, keys reordered) re-runs nothing.
+The workflow expands optimizer arms x batch modes x scenarios x seed chunks into
+cells, simulated by one job per arm group (a sweep's arms, or the arms outside a
+sweep) x scenario x seed chunk. Each simulate job receives its cells' *cell
+settings*: the part of the resolved configuration a cell's result depends on (that
+arm's hyperparameters, that batch mode, that scenario, the budget, checkpoints,
+signal, iteration counter and entropy) and nothing else, as one canonical JSON
+string. Snakemake's params rerun trigger compares exactly this string, so editing
+one arm re-runs the jobs of its group only, and rewriting a value in an equivalent
+way (``5000`` for ``5000.0``, a default spelled out, keys reordered) re-runs nothing.
 """
 
 from __future__ import annotations

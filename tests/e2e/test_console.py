@@ -14,7 +14,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 #: Longest console line allowed for a job (the old combine line listed ~800 run files:
-#: 58,000 characters; a simulate job with its log, wildcards and resources is ~300).
+#: 58,000 characters; a job with its log, wildcards and resources is ~300).
 LONGEST = 500
 
 
@@ -50,7 +50,7 @@ def job_lines(output: str) -> list[str]:
 
 def test_the_default_console_has_no_long_lines(dry_run):
     lines = job_lines(dry_run)
-    assert len(lines) > 500  # the jobs are there (over 200 of them)
+    assert len(lines) > 300  # the jobs are there (77 of them)
     longest = max(lines, key=len)
     assert len(longest) <= LONGEST, longest[:300]
     assert "Shell command" not in dry_run
@@ -64,7 +64,9 @@ def test_long_io_lists_are_replaced_by_one_line_messages(dry_run):
         for line in lines
     )
     assert any(
-        "simulate sync/calibrated: the 5 arms of spsa-sweep, seeds 0-99" in line for line in lines
+        "simulate_sweep_spsa_sweep: calibrated, seeds 0-99: the 5 arms of spsa-sweep in 3 "
+        "batch mode(s)" in line
+        for line in lines
     )
     assert any("all: every output of the configuration is up to date" in line for line in lines)
     # a rule with short lists still shows its files

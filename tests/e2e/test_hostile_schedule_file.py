@@ -135,7 +135,9 @@ def run_simulate(tmp_path: Path, schedule: Path) -> tuple[int, list[str], str, f
     wall time."""
     from spsa_bench import workflow as grid
 
-    cells = grid.to_json({ARM: grid.cell_settings(tiny(), ARM, MODE, SCENARIO)})
+    cells = grid.to_json(
+        {"cells": [[MODE, [[ARM, grid.cell_settings(tiny(), ARM, MODE, SCENARIO)]]]]}
+    )
     fields = {
         "input": [str(schedule)],
         "output": [str(tmp_path / "out" / "seeds-0-3.nc")],
@@ -143,7 +145,8 @@ def run_simulate(tmp_path: Path, schedule: Path) -> tuple[int, list[str], str, f
         "scriptdir": str(REPO / "workflow" / "scripts"),
         "rule": "simulate",
         "cells": cells,
-        "wildcards": {"a": "0", "b": "3", "batch_mode": MODE, "scenario": SCENARIO},
+        "schedules": json.dumps({MODE: str(schedule)}),
+        "wildcards": {"a": "0", "b": "3", "scenario": SCENARIO},
     }
     code = f"""
 import json, runpy
@@ -152,6 +155,7 @@ class Wildcards(dict):
     __getattr__ = dict.__getitem__
 class Params:
     cells = fields.pop("cells")
+    schedules = fields.pop("schedules")
 class Snakemake:
     pass
 snakemake = Snakemake()

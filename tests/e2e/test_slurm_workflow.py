@@ -1,8 +1,8 @@
 """The benchmark workflow on a real SLURM through profiles/slurm.
 
 A small variant of the tiny test benchmark (3 optimizer kinds, a synchronous
-and an asynchronous batch mode, 1 scenario, 4 seeds, 600 pairs: 6 simulate
-jobs; the workflow always runs the macro-versus-micro validation, it has no
+and an asynchronous batch mode, 1 scenario, 4 seeds of one per job, 600 pairs:
+4 simulate jobs, each the 3 arms in both batch modes, 6 run files; the workflow always runs the macro-versus-micro validation, it has no
 switch for it) runs four times:
 
 - locally with ``--cores 2``: the reference;
@@ -55,8 +55,8 @@ UP_HINT = "start a local single-node SLURM with: bash ci/slurm-up.sh"
 OPTIMIZERS = ["spsa", "sf-adam-block", "ademamix"]
 BATCH_MODES = ["sync", "async-variable"]
 SCENARIOS = ["calibrated"]
-SEEDS = {"first": 0, "count": 4, "per_job": 4}
-CHUNKS = [(0, 3)]
+SEEDS = {"first": 0, "count": 4, "per_job": 1}
+CHUNKS = [(0, 0), (1, 1), (2, 2), (3, 3)]
 
 SLURM_ARGS = [
     "--profile",
@@ -77,9 +77,12 @@ TIMEOUT = 420  # seconds, per Snakemake run
 ACTIVE = {"PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "SUSPENDED"}
 SUBMITTED = re.compile(r"has been submitted with SLURM jobid (\d+) \(log: (\S+)\)\.")
 RULE_LINE = re.compile(r"\s*(?:local)?rule (\w+):")
-#: A job whose rule has a ``message`` (combine, all, ...: profiles/default and the rules'
-#: one-line messages) is printed as "Job N: <rule>: <message>" instead of a rule block.
+#: A job whose rule has a ``message`` (combine, all, simulate, ...: profiles/default and
+#: the rules' one-line messages) is printed as "Job N: <rule>: <message>" instead of a
+#: rule block.
 MESSAGE_LINE = re.compile(r"\s*Job \d+: (\w+): .*")
+#: A simulate job's message names its log (workflow/rules/simulate.smk).
+SIMULATE_LOG = re.compile(r"Job \d+: simulate: .*\(log: (results/logs/simulate/\S+\.log)\)")
 
 
 def _slurm_unavailable() -> str | None:
@@ -116,6 +119,24 @@ def run_files() -> set[str]:
         for optimizer in OPTIMIZERS
         for a, b in CHUNKS
     }
+
+
+def job_outputs(log: str) -> set[str]:
+    """The run files of the simulate job whose log is ``log``
+    (``results/logs/simulate/{scenario}/unswept/seeds-{a}-{b}.log``: every arm outside a
+    sweep, here all of them, in every batch mode of that scenario and seed chunk)."""
+    path = Path(log)
+    scenario, chunk = path.parts[-3], path.stem
+    return {
+        f"results/runs/{mode}/{scenario}/{optimizer}/{chunk}.nc"
+        for mode in BATCH_MODES
+        for optimizer in OPTIMIZERS
+    }
+
+
+def simulate_jobs_in(text: str) -> list[str]:
+    """The logs of the simulate jobs a Snakemake's console ``text`` started."""
+    return SIMULATE_LOG.findall(text)
 
 
 def squeue_jobs(*, workdir: Path | None = None, ids=None) -> dict[str, tuple[str, str, str]]:
@@ -193,19 +214,6 @@ def submitted(output: str) -> dict[str, Path]:
     return {jobid: Path(path) for jobid, path in SUBMITTED.findall(output)}
 
 
-def ran_inside(slurm_log: str, rule: str) -> list[str]:
-    """Outputs of the `rule` jobs that a SLURM job's own Snakemake ran (under srun)."""
-    outputs = []
-    lines = slurm_log.splitlines()
-    for i, line in enumerate(lines):
-        if line.strip() == f"localrule {rule}:":
-            for following in lines[i + 1 : i + 12]:
-                if following.strip().startswith("output: "):
-                    outputs.append(following.strip().removeprefix("output: "))
-                    break
-    return outputs
-
-
 def jobs_run(output: str) -> list[tuple[str, str]]:
     """(rule, first output) of every job a Snakemake run started, group members included
     (the output is "" for a job printed by its rule's message)."""
@@ -250,7 +258,7 @@ def assert_same_data(path: Path, reference: Path) -> None:
 
 
 def cancel_mid_run(workdir: Path, output: str) -> str | None:
-    """scancel a running simulate group job once one of its simulations has
+    """scancel a running simulate group job once one of its simulate jobs has
     finished and another has started but not finished; its SLURM job id, or None."""
     logs = submitted(output)
     for jobid, (state, comment, _) in squeue_jobs(workdir=workdir).items():
@@ -258,8 +266,8 @@ def cancel_mid_run(workdir: Path, output: str) -> str | None:
             continue
         if not logs[jobid].exists():  # SLURM creates it when the job starts
             continue
-        started = ran_inside(logs[jobid].read_text(), "simulate")
-        done = [path for path in started if (workdir / path).exists()]
+        started = set(simulate_jobs_in(logs[jobid].read_text()))
+        done = [log for log in started if all((workdir / p).exists() for p in job_outputs(log))]
         if done and len(done) < len(started):
             subprocess.run(["scancel", jobid], check=True, timeout=30)
             return jobid
@@ -350,25 +358,25 @@ def test_a_cancelled_job_fails_the_run_and_a_rerun_redoes_only_unfinished_jobs(
     error = error[: error.find("Shutting down")]
     assert f"log: {submitted(first)[cancelled]}" in error, error[:3000]
     assert f"JOB {cancelled} ON" in error and "CANCELLED" in error, error[:3000]
-    assert "rule simulate:" in error, error[:3000]
-    members = set(re.findall(r"output: (results/runs/\S+\.nc)", error))
-    assert members, error[:3000]
-    for path in members:
-        log = path.replace("results/runs/", "results/logs/simulate/").removesuffix(".nc")
-        assert f"log: {log}.log" in error, (log, error[:3000])
+    member_logs = set(re.findall(r"log: (results/logs/simulate/\S+\.log)", error))
+    assert member_logs, error[:3000]
+    members = set().union(*(job_outputs(log) for log in member_logs))
+    assert set(re.findall(r"results/runs/[^\s,]+\.nc", error)) <= members, error[:3000]
     # The simulations that finished before the cancel keep their outputs
     # (keep-incomplete in profiles/slurm; every output is written atomically).
     present = {path for path in run_files() if (workdir / path).exists()}
     lost = run_files() - present
     assert lost and lost <= members and present & members, (sorted(present), sorted(members))
-    kept = result_files(workdir)
+    unfinished = {log for log in member_logs if not job_outputs(log) <= present}
+    redone = set().union(*(job_outputs(log) for log in unfinished))
+    kept = {path: t for path, t in result_files(workdir).items() if path not in redone}
 
-    # The same command again completes, running exactly the jobs whose outputs
-    # are missing (the lost simulations and what depends on them), nothing else.
+    # The same command again completes, running exactly the jobs that had not
+    # finished (the lost simulations and what depends on them), nothing else.
     code, second = Snakemake(workdir, variant, *SLURM_ARGS, name="second").result()
     assert code == 0, second[-8000:]
     again = jobs_run(second)
-    assert {path for rule, path in again if rule == "simulate"} == lost, again
+    assert set(simulate_jobs_in(second)) == unfinished, again
     assert not [(rule, path) for rule, path in again if path in kept], again
     assert {"simulate", "combine", "all"} <= {rule for rule, _ in again}, again
     after = result_files(workdir)
@@ -390,15 +398,22 @@ def test_every_simulate_job_ran_inside_a_slurm_job(slurm_run):
     # ... each one ran exactly once, inside a SLURM job of this run ...
     where: dict[str, list[str]] = {}
     for jobid, log in ids.items():
-        for path in ran_inside(log.read_text(), "simulate"):
-            where.setdefault(path, []).append(jobid)
-    assert set(where) == run_files(), sorted(where)
+        # the group's Snakemake and the job's own (under srun) both print its message
+        for job in set(simulate_jobs_in(log.read_text())):
+            where.setdefault(job, []).append(jobid)
+    simulate_logs = {
+        f"results/logs/simulate/{scenario}/unswept/seeds-{a}-{b}.log"
+        for scenario in SCENARIOS
+        for a, b in CHUNKS
+    }
+    assert set(where) == simulate_logs, sorted(where)
+    assert set().union(*(job_outputs(log) for log in where)) == run_files()
     assert all(len(jobids) == 1 for jobids in where.values()), where
     # ... grouped as profiles/slurm says (group-components simulate=N) ...
     profile = yaml.safe_load((PROFILE / "config.yaml").read_text())
     per_group = int(dict(item.split("=") for item in profile["group-components"])["simulate"])
     groups = {jobids[0] for jobids in where.values()}
-    assert len(groups) == math.ceil(len(run_files()) / per_group), where
+    assert len(groups) == math.ceil(len(simulate_logs) / per_group), where
     # ... and SLURM knows every job of the run as completed, in the profile's partition.
     partition = str(profile["default-resources"]["slurm_partition"])
     jobs = squeue_jobs(ids=list(ids))

@@ -101,9 +101,9 @@ STUDY_SETTINGS = {
 TUNING = BENCH.resolved.get("tuning")
 # The sweeps of the configuration: {configured arm: [[expanded arm, {key: value}], ...]}.
 SWEEPS = grid.sweeps(BENCH)
-# ... their arms, simulated one job per sweep (rule simulate_sweep_<name>) ...
+# ... their arms, simulated one job per sweep and scenario (rule simulate_sweep_<name>) ...
 SWEEP_ARMS = {sweep: [arm for arm, _ in arms] for sweep, arms in SWEEPS.items()}
-# ... and the other arms, one job each (rule simulate).
+# ... and the other arms, one job per scenario for all of them (rule simulate).
 UNSWEPT = [name for name in OPTIMIZERS if BENCH.optimizer(name).sweep is None]
 # The arms validation runs: those whose kind has a micro reference (of a sweep, its
 # middle arm only).
@@ -128,14 +128,26 @@ wildcard_constraints:
 
 
 def _cells(arms, wildcards):
-    """Only what these cells' runs depend on, ``{arm: cell}`` in output order: the
-    params rerun trigger sees exactly it."""
+    """Only what one job's runs depend on: ``[[batch mode, [[arm, cell], ...]], ...]``
+    for every batch mode of the job's scenario, in output order (lists: the canonical
+    JSON sorts the keys of a mapping). The params rerun trigger sees exactly it."""
     return grid.to_json(
         {
-            arm: grid.cell_settings(
-                BENCH, arm, wildcards.batch_mode, wildcards.scenario
-            )
-            for arm in arms
+            "cells": [
+                [
+                    batch_mode,
+                    [
+                        [
+                            arm,
+                            grid.cell_settings(
+                                BENCH, arm, batch_mode, wildcards.scenario
+                            ),
+                        ]
+                        for arm in arms
+                    ],
+                ]
+                for batch_mode in BATCH_MODES
+            ]
         }
     )
 
@@ -146,12 +158,19 @@ def run_file(path):
     return path if KEEP_RUN_FILES else temp(path)
 
 
-def get_cell_settings(wildcards):
-    return _cells([wildcards.optimizer], wildcards)
+def group_run_files(arms):
+    """The run files of one simulate job (an arm group, one scenario and seed chunk):
+    batch mode by batch mode, the group's arms in order within each, as
+    ``params.cells`` lists them."""
+    return [
+        run_file(f"results/runs/{batch_mode}/{{scenario}}/{arm}/seeds-{{a}}-{{b}}.nc")
+        for batch_mode in BATCH_MODES
+        for arm in arms
+    ]
 
 
-def get_sweep_settings(arms):
-    """The cells of one sweep's arms (rule simulate_sweep_<name>)."""
+def get_group_settings(arms):
+    """The cells of one arm group's job (rules simulate and simulate_sweep_<name>)."""
     return lambda wildcards: _cells(arms, wildcards)
 
 
@@ -164,11 +183,28 @@ def get_schedule_settings(wildcards):
     return grid.to_json(grid.schedule_settings(BENCH, wildcards.batch_mode))
 
 
-def get_schedule(wildcards):
-    """The shared job schedule of an asynchronous cell; none for synchronous ones."""
-    if wildcards.batch_mode in ASYNC_MODES:
-        return f"results/schedules/{wildcards.batch_mode}/seeds-{wildcards.a}-{wildcards.b}.nc"
-    return []
+def _schedule_path(batch_mode, wildcards):
+    return f"results/schedules/{batch_mode}/seeds-{wildcards.a}-{wildcards.b}.nc"
+
+
+def get_schedules(wildcards):
+    """The shared job schedules of a simulate job's asynchronous batch modes (a
+    synchronous one has none)."""
+    return [_schedule_path(batch_mode, wildcards) for batch_mode in ASYNC_MODES]
+
+
+def get_schedule_map(wildcards):
+    """``{batch mode: its schedule file or None}`` for the script: which input is whose."""
+    return grid.to_json(
+        {
+            batch_mode: (
+                _schedule_path(batch_mode, wildcards)
+                if batch_mode in ASYNC_MODES
+                else None
+            )
+            for batch_mode in BATCH_MODES
+        }
+    )
 
 
 # Priorities: validate_optimizers (1, needs no run file) starts first, beside the
@@ -310,11 +346,16 @@ def tuning_seeds_param():
 
 
 def tuning_part_output(sweep):
-    """A sweep job's output of its tuning losses; none without a tuning section."""
+    """A sweep job's outputs of its tuning losses, one per batch mode in the order of
+    ``params.cells``; none without a tuning section."""
     if TUNING is None:
         return {}
-    path = grid.tuning_part_path("{batch_mode}", "{scenario}", sweep, ("{a}", "{b}"))
-    return {"tuning": path}
+    return {
+        "tuning": [
+            grid.tuning_part_path(batch_mode, "{scenario}", sweep, ("{a}", "{b}"))
+            for batch_mode in BATCH_MODES
+        ]
+    }
 
 
 def get_tuning_parts(wildcards=None):

@@ -1,10 +1,15 @@
-# Simulations: one job per optimizer arm x batch mode x scenario x seed chunk, except
-# that the arms of one hyperparameter sweep share a job (rule simulate_sweep_<name>):
-# a sweep's arms differ in one number, and one process for all of them pays the
-# Python start-up and reads the schedule once instead of once per arm. The job
-# replays its arms together, one replay of arms x seeds rows (spsa_bench.engine.stack:
-# the per-event work outside the optimizer's update is paid once for every arm), each
-# arm's run bit-identical to its own replay (docs/benchmark.md, "Sweeps").
+# Simulations: one job per arm group x scenario x seed chunk, which runs the group's
+# arms in every batch mode of that scenario (one cell after another). An arm group is
+# the arms of one hyperparameter sweep (rule simulate_sweep_<name>) or every arm outside
+# a sweep (rule simulate). One process per group and scenario pays the Python start-up
+# and Snakemake's per-job bookkeeping once instead of once per arm and cell: 195 jobs
+# of about a second of fixed cost each became 55 in the default grid (docs/benchmark.md,
+# "Where the time goes"). A sweep's arms differ in one number and are replayed
+# together, one replay of arms x seeds rows (spsa_bench.engine.stack: the per-event work
+# outside the optimizer's update is paid once for every arm), each arm's run
+# bit-identical to its own replay (docs/benchmark.md, "Sweeps"); the other arms are
+# replayed one after another. Editing one arm's settings reruns its group's jobs (a
+# sweep's, or the unswept arms'), editing a scenario that scenario's jobs.
 # The run files are temp() (common.smk, run_file): Snakemake deletes them once combine
 # has written results/benchmark.nc, unless the configuration sets keep_run_files: true.
 # With a `tuning` section, each sweep job also replays its share of the tuning seeds
@@ -37,31 +42,34 @@ rule schedule:
         "../scripts/schedule.py"
 
 
-rule simulate:
-    input:
-        schedule=get_schedule,
-    output:
-        run=run_file(
-            "results/runs/{batch_mode}/{scenario}/{optimizer}/seeds-{a}-{b}.nc"
-        ),
-    log:
-        "results/logs/simulate/{batch_mode}/{scenario}/{optimizer}/seeds-{a}-{b}.log",
-    benchmark:
-        "results/benchmarks/simulate/{batch_mode}/{scenario}/{optimizer}/seeds-{a}-{b}.tsv"
-    wildcard_constraints:
-        optimizer=_alternatives(UNSWEPT),
-    group:
-        "simulate"
-    conda:
-        ENV
-    threads: 1
-    resources:
-        mem_mb=per_chunk(res.simulate_mem_mb),
-        runtime=per_chunk(res.simulate_runtime),
-    params:
-        cells=get_cell_settings,
-    script:
-        "../scripts/simulate.py"
+if UNSWEPT:
+
+    rule simulate:
+        input:
+            schedules=get_schedules,
+        output:
+            runs=group_run_files(UNSWEPT),
+        log:
+            "results/logs/simulate/{scenario}/unswept/seeds-{a}-{b}.log",
+        benchmark:
+            "results/benchmarks/simulate/{scenario}/unswept/seeds-{a}-{b}.tsv"
+        group:
+            "simulate"
+        conda:
+            ENV
+        threads: 1
+        resources:
+            mem_mb=per_chunk(res.simulate_mem_mb),
+            runtime=per_chunk(res.group_runtime, len(UNSWEPT), len(BATCH_MODES), False),
+        params:
+            schedules=get_schedule_map,
+            cells=get_group_settings(UNSWEPT),
+        # the console line instead of every arm's output path
+        message:
+            f"simulate: {{wildcards.scenario}}, seeds {{wildcards.a}}-{{wildcards.b}}: the "
+            f"{len(UNSWEPT)} arms outside a sweep in {len(BATCH_MODES)} batch mode(s) (log: {{log}})"
+        script:
+            "../scripts/simulate.py"
 
 
 for _sweep, _arms in SWEEP_ARMS.items():
@@ -70,19 +78,14 @@ for _sweep, _arms in SWEEP_ARMS.items():
         name:
             sweep_rule_name(_sweep)
         input:
-            schedule=get_schedule,
+            schedules=get_schedules,
         output:
             **tuning_part_output(_sweep),
-            runs=[
-                run_file(
-                    f"results/runs/{{batch_mode}}/{{scenario}}/{arm}/seeds-{{a}}-{{b}}.nc"
-                )
-                for arm in _arms
-            ],
+            runs=group_run_files(_arms),
         log:
-            f"results/logs/simulate/{{batch_mode}}/{{scenario}}/{_sweep}.sweep/seeds-{{a}}-{{b}}.log",
+            f"results/logs/simulate/{{scenario}}/{_sweep}.sweep/seeds-{{a}}-{{b}}.log",
         benchmark:
-            f"results/benchmarks/simulate/{{batch_mode}}/{{scenario}}/{_sweep}.sweep/seeds-{{a}}-{{b}}.tsv"
+            f"results/benchmarks/simulate/{{scenario}}/{_sweep}.sweep/seeds-{{a}}-{{b}}.tsv"
         group:
             "simulate"
         conda:
@@ -90,14 +93,15 @@ for _sweep, _arms in SWEEP_ARMS.items():
         threads: 1
         resources:
             mem_mb=per_chunk(res.sweep_mem_mb, len(_arms)),
-            runtime=per_chunk(res.sweep_runtime, len(_arms)),
+            runtime=per_chunk(res.group_runtime, len(_arms), len(BATCH_MODES), True),
         # tuning_seeds only with a tuning section (without one the jobs are as before)
         params:
             **tuning_seeds_param(),
-            cells=get_sweep_settings(_arms),
+            schedules=get_schedule_map,
+            cells=get_group_settings(_arms),
         # the console line instead of every arm's output path
         message:
-            f"simulate {{wildcards.batch_mode}}/{{wildcards.scenario}}: the {len(_arms)} arms "
-            f"of {_sweep}, seeds {{wildcards.a}}-{{wildcards.b}} (log: {{log}})"
+            f"{sweep_rule_name(_sweep)}: {{wildcards.scenario}}, seeds {{wildcards.a}}-{{wildcards.b}}: "
+            f"the {len(_arms)} arms of {_sweep} in {len(BATCH_MODES)} batch mode(s) (log: {{log}})"
         script:
             "../scripts/simulate.py"
