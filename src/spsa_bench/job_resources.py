@@ -64,15 +64,17 @@ def sweep_seed_pairs(bench: Config, wildcards) -> int:
     return (chunk_seeds(wildcards) + tuning_share(bench)) * bench.num_pairs
 
 
-def sweep_mem_mb(bench: Config, wildcards, arms: int = 1) -> int:
-    """A sweep's job of ``arms`` arms: :func:`simulate_mem_mb` of the rows of its stacked
-    replay (spsa_bench.engine.stack: the arms it replays together, at most
-    :func:`~spsa_bench.config.limits.arms_per_replay`, each the chunk's seeds and its
-    share of the tuning seeds); measured 442 MB peak for 7 arms x 120 rows x 30,000
-    pairs (adam, async-variable), where the formula fits 724 MB."""
-    rows = chunk_seeds(wildcards) + tuning_share(bench)
+def sweep_mem_mb(bench: Config, wildcards, arms: int = 1, tuning: bool = True) -> int:
+    """A simulate job of ``arms`` arms (a sweep's, or the arms outside a sweep, which
+    stack where they can share a replay): :func:`simulate_mem_mb` of the rows of its
+    stacked replay (spsa_bench.engine.stack: the arms it replays together, at most
+    :func:`~spsa_bench.config.limits.arms_per_replay`, each the chunk's seeds and, for a
+    sweep's job (``tuning``), its share of the tuning seeds); its batch modes run one
+    after another, so one replay is its peak. Measured 442 MB peak for 7 arms x 120 rows
+    x 30,000 pairs (adam, async-variable), where the formula fits 724 MB."""
+    rows = chunk_seeds(wildcards) + (tuning_share(bench) if tuning else 0)
     stacked = arms_per_replay(arms, rows, bench.num_pairs)
-    return fitted(145 + stacked * sweep_seed_pairs(bench, wildcards) * 23 // 1_000_000)
+    return fitted(145 + stacked * rows * bench.num_pairs * 23 // 1_000_000)
 
 
 def group_runtime(bench: Config, wildcards, arms: int, cells: int, tuning: bool) -> int:

@@ -3,12 +3,12 @@
 # the arms of one hyperparameter sweep (rule simulate_sweep_<name>) or every arm outside
 # a sweep (rule simulate). One process per group and scenario pays the Python start-up
 # and Snakemake's per-job bookkeeping once instead of once per arm and cell: 195 jobs
-# of about a second of fixed cost each became 55 in the default grid (docs/benchmark.md,
-# "Where the time goes"). A sweep's arms differ in one number and are replayed
+# of about a second of fixed cost each became 55 in the default grid (README,
+# "Performance"). A sweep's arms differ in one number and are replayed
 # together, one replay of arms x seeds rows (spsa_bench.engine.stack: the per-event work
 # outside the optimizer's update is paid once for every arm), each arm's run
-# bit-identical to its own replay (docs/benchmark.md, "Sweeps"); the other arms are
-# replayed one after another. Editing one arm's settings reruns its group's jobs (a
+# bit-identical to its own replay (docs/benchmark.md, "Sweeps"); so are the arms outside
+# a sweep where they can share a replay (arms of one kind), else one after another. Editing one arm's settings reruns its group's jobs (a
 # sweep's, or the unswept arms'), editing a scenario that scenario's jobs.
 # The run files are temp() (common.smk, run_file): Snakemake deletes them once combine
 # has written results/benchmark.nc, unless the configuration sets keep_run_files: true.
@@ -59,7 +59,7 @@ if UNSWEPT:
             ENV
         threads: 1
         resources:
-            mem_mb=per_chunk(res.simulate_mem_mb),
+            mem_mb=per_chunk(res.sweep_mem_mb, len(UNSWEPT), False),
             runtime=per_chunk(res.group_runtime, len(UNSWEPT), len(BATCH_MODES), False),
         params:
             schedules=get_schedule_map,
