@@ -34,15 +34,9 @@ def seed_pairs(bench: Config, wildcards) -> int:
     return chunk_seeds(wildcards) * bench.num_pairs
 
 
-def simulate_mem_mb(bench: Config, wildcards) -> int:
-    """simulate: about 140 MB of
-    libraries plus about 22 bytes per seed x pair, measured at most 209 MB at 100
-    seeds x 30,000 pairs and 808 MB at 1000 (async-variable, the most)."""
-    return fitted(145 + seed_pairs(bench, wildcards) * 23 // 1_000_000)
-
-
 def simulate_runtime(bench: Config, wildcards) -> int:
-    """simulate and schedule: up to 0.4 us per seed x pair measured (11 s for
+    """schedule, and each cell of a simulate job (:func:`group_runtime`): up to 0.4 us
+    per seed x pair measured (11 s for
     1000 x 30,000 on async-variable) plus about 1 s of start-up; allowed 3 us plus
     two minutes (Python start-up on a network file system can be slow)."""
     return 2 + seed_pairs(bench, wildcards) // 20_000_000
@@ -59,29 +53,31 @@ def tuning_share(bench: Config) -> int:
     return -(-int(tuning["seeds"]["count"]) // chunks)
 
 
-def sweep_seed_pairs(bench: Config, wildcards) -> int:
-    """A sweep job's seed x pairs: its chunk's seeds and its share of the tuning seeds."""
-    return (chunk_seeds(wildcards) + tuning_share(bench)) * bench.num_pairs
+def group_rows(bench: Config, wildcards, tuning: bool) -> int:
+    """The rows one arm of a simulate job replays: its chunk's seeds and, for a sweep's
+    job (``tuning``), its share of the tuning seeds."""
+    return chunk_seeds(wildcards) + (tuning_share(bench) if tuning else 0)
 
 
-def sweep_mem_mb(bench: Config, wildcards, arms: int = 1, tuning: bool = True) -> int:
+def group_mem_mb(bench: Config, wildcards, arms: int, tuning: bool) -> int:
     """A simulate job of ``arms`` arms (a sweep's, or the arms outside a sweep, which
-    stack where they can share a replay): :func:`simulate_mem_mb` of the rows of its
-    stacked replay (spsa_bench.engine.stack: the arms it replays together, at most
-    :func:`~spsa_bench.config.limits.arms_per_replay`, each the chunk's seeds and, for a
-    sweep's job (``tuning``), its share of the tuning seeds); its batch modes run one
-    after another, so one replay is its peak. Measured 442 MB peak for 7 arms x 120 rows
-    x 30,000 pairs (adam, async-variable), where the formula fits 724 MB."""
-    rows = chunk_seeds(wildcards) + (tuning_share(bench) if tuning else 0)
+    stack where they can share a replay): about 140 MB of libraries plus about 22 bytes
+    per row x pair of its stacked replay (spsa_bench.engine.stack: the arms it replays
+    together, at most :func:`~spsa_bench.config.limits.arms_per_replay`, each
+    :func:`group_rows` rows); its batch modes run one after another, so one replay is
+    its peak. Measured at most 209 MB for one arm at 100 seeds x 30,000 pairs and 808 MB
+    at 1000 (async-variable, the most); 442 MB for 7 arms x 120 rows x 30,000 pairs
+    (adam, async-variable), where the formula fits 724 MB."""
+    rows = group_rows(bench, wildcards, tuning)
     stacked = arms_per_replay(arms, rows, bench.num_pairs)
     return fitted(145 + stacked * rows * bench.num_pairs * 23 // 1_000_000)
 
 
 def group_runtime(bench: Config, wildcards, arms: int, cells: int, tuning: bool) -> int:
     """A simulate job of ``arms`` arms in ``cells`` cells (its scenario in every batch
-    mode, one cell after another): one simulate per arm and cell after one start-up, the
-    rows of a sweep's job counting its share of the tuning seeds (``tuning``)."""
-    pairs = sweep_seed_pairs(bench, wildcards) if tuning else seed_pairs(bench, wildcards)
+    mode, one cell after another): one simulate per arm and cell of
+    :func:`group_rows` rows after one start-up."""
+    pairs = group_rows(bench, wildcards, tuning) * bench.num_pairs
     return 2 + cells * arms * pairs // 20_000_000
 
 

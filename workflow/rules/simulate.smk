@@ -59,7 +59,7 @@ if UNSWEPT:
             ENV
         threads: 1
         resources:
-            mem_mb=per_chunk(res.sweep_mem_mb, len(UNSWEPT), False),
+            mem_mb=per_chunk(res.group_mem_mb, len(UNSWEPT), False),
             runtime=per_chunk(res.group_runtime, len(UNSWEPT), len(BATCH_MODES), False),
         params:
             schedules=get_schedule_map,
@@ -92,7 +92,7 @@ for _sweep, _arms in SWEEP_ARMS.items():
             ENV
         threads: 1
         resources:
-            mem_mb=per_chunk(res.sweep_mem_mb, len(_arms)),
+            mem_mb=per_chunk(res.group_mem_mb, len(_arms), True),
             runtime=per_chunk(res.group_runtime, len(_arms), len(BATCH_MODES), True),
         # tuning_seeds only with a tuning section (without one the jobs are as before)
         params:
