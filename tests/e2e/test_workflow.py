@@ -391,3 +391,18 @@ def test_the_tuned_rule_chooses_on_tuning_seeds_and_reports_on_the_test_seeds(en
     sensitivity = pd.read_csv(tmp_path / "results" / "tables" / "sensitivity.csv")
     assert set(sensitivity["arm"]) == {"adam-lr-0p02", "adam-lr-0p08"}
     assert (tmp_path / "results" / "figures" / "sensitivity.png").stat().st_size > 5000
+
+    # an edit reruns its own arm group's simulate jobs only: the unswept arm's edit
+    # leaves the sweep's jobs alone, and the sweep's edit leaves the unswept arm's
+    for arm, settings, reruns, stays in [
+        ("spsa", {"r_end": 0.003}, "simulate", "simulate_sweep_adam"),
+        ("adam", {"lr": [0.08, 0.03]}, "simulate_sweep_adam", "simulate"),
+    ]:
+        edited = {**raw, "optimizers": {**raw["optimizers"], arm: settings}}
+        edited_path = tmp_path / f"edited-{arm}.yaml"
+        edited_path.write_text(yaml.safe_dump(edited))
+        dry = snakemake(env, *base, "--replace-workflow-config", "--configfile",
+                        str(edited_path), "--config", "keep_run_files=true", "-n")  # fmt: skip
+        counts = job_counts(dry.stdout + dry.stderr)
+        assert counts.get(reruns) == len(raw["scenarios"]), (arm, counts)
+        assert stays not in counts, (arm, counts)
