@@ -15,7 +15,7 @@ from spsa_bench.engine.simulate import simulate
 from spsa_bench.results.atomic import write_atomic
 from spsa_bench.results.combine import combine_benchmark, open_benchmark, write_benchmark
 from spsa_bench.results.datasets import open_run
-from spsa_bench.results.stream import _box, stream_benchmark
+from spsa_bench.results.stream import READING, WRITING, _box, quarter_lines, stream_benchmark
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 #: Attributes stamped with the time of writing.
@@ -136,6 +136,39 @@ def test_any_order_and_grouping_of_the_files_gives_the_same_file(run_files, tmp_
     _same_file(tmp_path / "a.nc", tmp_path / "b.nc")
 
 
+def test_progress_hears_of_every_file_in_each_pass_and_changes_nothing(run_files, tmp_path):
+    heard = []
+    stream_benchmark(run_files, tmp_path / "told.nc", progress=lambda *a: heard.append(a))
+    n = len(run_files)
+    # every file once in pass 1, then every file once in pass 2, in that order
+    assert heard == [(READING, i, n) for i in range(1, n + 1)] + [
+        (WRITING, i, n) for i in range(1, n + 1)
+    ]
+    stream_benchmark(run_files, tmp_path / "quiet.nc")
+    _same_file(tmp_path / "told.nc", tmp_path / "quiet.nc")
+
+
+def test_quarter_lines_say_each_quarter_of_each_pass_once():
+    lines = []
+    progress = quarter_lines(lines.append)
+    for step in (READING, WRITING):
+        for done in range(1, 871):
+            progress(step, done, 870)
+    assert len(lines) == 8
+    assert lines[0].startswith("combine: reading, 218 of 870 run files (25%, ")
+    assert lines[3].startswith("combine: reading, 870 of 870 run files (100%, ")
+    assert lines[5].startswith("combine: writing, 435 of 870 run files (50%, ")
+    # a pass of fewer files than quarters still ends with its last file
+    few = []
+    small = quarter_lines(few.append, label="x")
+    for done in (1, 2):
+        small(READING, done, 2)
+    assert [line.split(" (")[0] for line in few] == [
+        "x: reading, 1 of 2 run files",
+        "x: reading, 2 of 2 run files",
+    ]
+
+
 @pytest.mark.parametrize("checkpoint", [0, -1], ids=["first", "last"])
 def test_stream_refuses_a_bad_file_and_writes_nothing(run_files, tmp_path, checkpoint):
     """Pass 1 reads a file's first checkpoint only; a non-finite value anywhere later is
@@ -156,7 +189,7 @@ import resource, sys
 from pathlib import Path
 from spsa_bench.results.combine import combine_benchmark, write_benchmark
 from spsa_bench.results.datasets import open_run
-from spsa_bench.results.stream import _box, stream_benchmark
+from spsa_bench.results.stream import READING, WRITING, _box, quarter_lines, stream_benchmark
 paths = sorted(Path(sys.argv[2]).glob("arm-*.nc"))[: int(sys.argv[4])]
 if sys.argv[1] == "stream":
     stream_benchmark(paths, sys.argv[3])

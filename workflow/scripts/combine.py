@@ -13,7 +13,15 @@ sys.path.insert(
 from spsa_bench.config.loader import resolve  # noqa: E402
 from spsa_bench.engine.simulate import make_problem  # noqa: E402
 from spsa_bench.results.provenance import rule_command  # noqa: E402
-from spsa_bench.results.stream import stream_benchmark  # noqa: E402
+from spsa_bench.results.stream import quarter_lines, stream_benchmark  # noqa: E402
+
+
+def tell(line: str) -> None:
+    """One progress line in the log and on the console (the job's own stderr, which
+    the log replaced above): combine is the longest serial step of the run."""
+    for stream in (sys.stderr, sys.__stderr__):
+        print(line, file=stream, flush=True)
+
 
 start = time.perf_counter()
 config = resolve(snakemake.config)
@@ -29,6 +37,7 @@ try:
         config_json=config.to_json(),  # provenance: the whole config
         command=rule_command(snakemake.rule, {}),
         param_counts=counts,
+        progress=quarter_lines(tell),  # a line at each quarter of each pass
     )
 except ValueError as error:  # a bad run file: one line naming it, exit 2
     print(f"combine: {' '.join(str(error).split())}", file=sys.stderr)
