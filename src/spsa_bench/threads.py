@@ -4,7 +4,7 @@ spsa-bench computes on one core per process: its numpy work is many small array
 operations, and parallelism comes from running jobs side by side (Snakemake's
 ``--cores``, one job per core). OpenBLAS otherwise starts a thread per core at numpy's
 import and its idle threads spin after each small product: a 1000-seed ``simulate``
-took 0.04 s longer with a third more CPU time (README, "Whole process"), and two
+took 0.04 s longer with a third more CPU time (docs/performance.md, "Whole process"), and two
 jobs on two cores would each try to use both.
 """
 

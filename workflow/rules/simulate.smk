@@ -3,8 +3,8 @@
 # the arms of one hyperparameter sweep (rule simulate_sweep_<name>) or every arm outside
 # a sweep (rule simulate). One process per group and scenario pays the Python start-up
 # and Snakemake's per-job bookkeeping once instead of once per arm and cell: 195 jobs
-# of about a second of fixed cost each became 55 in the default grid (README,
-# "Performance"). A sweep's arms differ in one number and are replayed
+# of about a second of fixed cost each became 55 in the default grid
+# (docs/performance.md). A sweep's arms differ in one number and are replayed
 # together, one replay of arms x seeds rows (spsa_bench.engine.stack: the per-event work
 # outside the optimizer's update is paid once for every arm), each arm's run
 # bit-identical to its own replay (docs/benchmark.md, "Sweeps"); so are the arms outside

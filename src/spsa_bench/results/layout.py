@@ -3,7 +3,7 @@ arrays, written straight to NetCDF4 in the layout ``xarray.Dataset.to_netcdf`` g
 
 A ``spsa-bench simulate`` process builds one run and writes it: importing xarray
 (and pandas with it) for that alone costs it more than a sixth of its time
-(README, "Whole process"). :class:`Layout` holds what the run's
+(docs/performance.md, "Whole process"). :class:`Layout` holds what the run's
 :class:`xarray.Dataset` would, :meth:`Layout.write` writes it with netCDF4 the way
 xarray's ``netcdf4`` engine does, and :meth:`Layout.to_dataset` gives the dataset
 to whoever wants one. Every variable is defined before any data is written: the
@@ -130,7 +130,7 @@ class Layout:
         One chunk per checkpoint writes a 1000-seed run's theta in 16 ms instead of the
         38 ms of netCDF's default chunks (whose checksums and copies into chunk order
         cost more than the data) and reads the first checkpoint (``combine``'s first
-        pass) in 1 ms instead of 10 (README, "Whole process"). Text and scalars are
+        pass) in 1 ms instead of 10 (docs/performance.md, "Whole process"). Text and scalars are
         stored as they are."""
         out = {}
         for name, variable in self.variables.items():
