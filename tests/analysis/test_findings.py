@@ -81,10 +81,35 @@ def test_ranked_and_not_ranked_comparisons_carry_their_numbers(tmp_path):
     )
     assert (
         "- `mixed` / `sync`: lowest mean final loss `sf-sgd`, 0.25 Elo [0.2, 0.3]; paired Δ vs "
-        "the baseline 0.25 Elo, 95% CI [0.1, 0.4] (excludes 0), Holm p 0.01 "
-        "(`results/tables/convergence.csv`)." in text
+        "the baseline 0.25 Elo, 95% CI [0.1, 0.4] (excludes 0, and significant after Holm's "
+        "correction over the table), Holm p 0.01 (`results/tables/convergence.csv`)." in text
     )
     assert "`tune-16-stc` / `sync`: lowest" not in text
+
+
+@pytest.mark.parametrize(
+    ("columns", "verdict"),
+    [
+        ({"p_holm": 0.3}, "but not significant after Holm's correction"),
+        # the table's own column wins over p_holm (a table made at another level)
+        ({"p_holm": 0.01, "significant": False}, "but not significant after Holm's correction"),
+        ({"p_holm": 0.3, "significant": True}, "and significant after Holm's correction"),
+        ({"p_holm": 0.01, "diff_elo_ci_low": -0.1}, "(includes 0: not distinguished)"),
+    ],
+)
+def test_an_interval_excluding_0_is_named_distinguished_only_if_holm_agrees(
+    tmp_path, columns, verdict
+):
+    convergence = _convergence()
+    best = (convergence["optimizer"] == "sf-sgd") & (convergence["scenario"] == "mixed")
+    for column, value in columns.items():
+        if column not in convergence:
+            convergence[column] = True
+        convergence.loc[best, column] = value
+    paths = _write(tmp_path, {"convergence": convergence, "ranks": _ranks()})
+    text = findings_markdown(read_tables(paths))
+    line = next(x for x in text.splitlines() if x.startswith("- `mixed` / `sync`: lowest"))
+    assert verdict in line, line
 
 
 def test_missing_optional_studies_are_named_not_invented(tmp_path):

@@ -107,6 +107,30 @@ def _truthy(values: pd.Series) -> pd.Series:
     return values.astype(str).str.lower() == "true"
 
 
+#: The family-wise level of the convergence table's ``significant`` column (its
+#: default), used when a table has no such column.
+ALPHA = 0.05
+
+
+def _delta_verdict(low: float, high: float, row: pd.Series) -> str:
+    """Whether a paired Δ is distinguished from 0: its 95% interval (one comparison's)
+    and, when the interval excludes 0, whether it stays significant after Holm's
+    correction over the table (the ``significant`` column, or ``p_holm < ALPHA``): an
+    interval that excludes 0 in a table of hundreds of comparisons can be chance."""
+    if not (low > 0 or high < 0):
+        return "includes 0: not distinguished"
+    if "significant" in row.index and not pd.isna(row["significant"]):
+        significant = str(row["significant"]).lower() == "true"
+    else:
+        significant = bool(row["p_holm"] < ALPHA)
+    if significant:
+        return "excludes 0, and significant after Holm's correction over the table"
+    return (
+        "excludes 0, but not significant after Holm's correction over the table's "
+        "comparisons: not distinguished"
+    )
+
+
 def ranking_section(convergence: pd.DataFrame) -> list[str]:
     """Which comparisons are ranked and which are NOT RANKED, and why."""
     src = _source(TABLES["convergence"])
@@ -158,7 +182,7 @@ def best_section(convergence: pd.DataFrame, ranks: pd.DataFrame) -> list[str]:
             sentence += " (the baseline itself)"
         else:
             low, high = best["diff_elo_ci_low"], best["diff_elo_ci_high"]
-            verdict = "excludes 0" if low > 0 or high < 0 else "includes 0: not distinguished"
+            verdict = _delta_verdict(low, high, best)
             sentence += (
                 f"; paired Δ vs the baseline {_num(best['diff_elo_mean'])} Elo, 95% CI "
                 f"{_ci(low, high)} ({verdict}), Holm p {_num(best['p_holm'])}"
