@@ -180,6 +180,18 @@ def test_cend_and_budget_answers_follow_their_budget_check(tmp_path):
         "- `mixed` at 30,000 pairs: lowest mean final loss `spsa-constant` (oracle, r_scale=3), "
         "0.3 Elo [0.2, 0.4], Δ vs `spsa` -0.1 Elo, 95% CI [-0.15, -0.05]" in text
     )
+    # a tie (the same runs under two names) is said, each arm's setting once
+    tie = budget.copy()
+    tie.loc[2, ["setting", "loss_mean", "diff_mean", "diff_low", "diff_high"]] = (
+        "as configured", 0.3, 0.0, 0.0, 0.0)  # fmt: skip
+    tie.loc[2, "baseline"] = "spsa-constant"
+    tie.loc[3, ["diff_mean", "diff_low", "diff_high"]] = None
+    text = findings_markdown(read_tables(_write(tmp_path, tables | {"budget": tie})))
+    assert (
+        "- `mixed` at 30,000 pairs: lowest mean final loss `spsa` (as configured), tied with "
+        "`spsa-constant` (oracle, r_scale=3), 0.3 Elo [0.3, 0.5], the same loss as "
+        "`spsa-constant` on every seed (Δ 0)" in text
+    )
     cend["ranked"] = False
     cend["shortfall"] = f"budget below need: {SHORT}"
     text = findings_markdown(read_tables(_write(tmp_path, tables | {"cend": cend})))

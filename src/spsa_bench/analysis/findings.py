@@ -279,19 +279,35 @@ def budget_section(budget: pd.DataFrame | None) -> list[str]:
         if str(first["ranked"]).lower() != "true":
             lines.append(f"- {cell}: **NOT RANKED**, {first['shortfall']}; no winner {src}.")
             continue
-        best = rows.sort_values("loss_mean").iloc[0]
-        sentence = (
-            f"- {cell}: lowest mean final loss `{best['arm']}` ({best['tuning']}, "
-            f"{best['setting']}), {_num(best['loss_mean'])} Elo "
-            f"{_ci(best['loss_low'], best['loss_high'])}"
-        )
+        ordered = rows.sort_values("loss_mean", kind="stable")
+        best = ordered.iloc[0]
+        # rows with exactly the best mean loss (e.g. `spsa` as configured and the
+        # baseline swept at its hand-set value: the same runs) are named together
+        tied = ordered.iloc[1:][ordered["loss_mean"].iloc[1:] == best["loss_mean"]]
+        sentence = f"- {cell}: lowest mean final loss {_budget_arm(best)}"
+        if len(tied):
+            sentence += ", tied with " + " and ".join(_budget_arm(r) for _, r in tied.iterrows())
+        sentence += f", {_num(best['loss_mean'])} Elo {_ci(best['loss_low'], best['loss_high'])}"
         if not pd.isna(best["diff_low"]):
-            sentence += (
-                f", Δ vs `{best['baseline']}` {_num(best['diff_mean'])} Elo, 95% CI "
-                f"{_ci(best['diff_low'], best['diff_high'])}"
-            )
+            if best["diff_low"] == 0 and best["diff_high"] == 0:
+                sentence += f", the same loss as `{best['baseline']}` on every seed (Δ 0)"
+            else:
+                sentence += (
+                    f", Δ vs `{best['baseline']}` {_num(best['diff_mean'])} Elo, 95% CI "
+                    f"{_ci(best['diff_low'], best['diff_high'])}"
+                )
         lines.append(f"{sentence} {src}.")
     return lines
+
+
+def _budget_arm(row: pd.Series) -> str:
+    """A budget study row's arm with how it was set: ``(oracle, r_scale=3)``, or
+    ``(as configured)`` once when its setting says the same or nothing."""
+    how = [str(row["tuning"])]
+    setting = row.get("setting")
+    if not pd.isna(setting) and str(setting) not in ("", how[0]):
+        how.append(str(setting))
+    return f"`{row['arm']}` ({', '.join(how)})"
 
 
 def findings_markdown(tables: Mapping[str, pd.DataFrame | None]) -> str:
