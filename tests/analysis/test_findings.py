@@ -147,6 +147,9 @@ def test_safe_concurrency_only_where_the_budget_check_ranks(tmp_path):
         "pairs); no safe concurrency is declared for any arm" in text
     )
     assert "-1.03" not in text  # the NOT RANKED scenario's "more workers help" is not read
+    # what "safe" and "none" mean is said where they are read, with where the margin is
+    assert "*none*: even the smallest pool tested fails" in text
+    assert "`results/tables/workers.md`" in text
 
 
 def test_cend_and_budget_answers_follow_their_budget_check(tmp_path):

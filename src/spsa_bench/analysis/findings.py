@@ -227,6 +227,13 @@ def workers_section(safe: pd.DataFrame | None) -> list[str]:
     if safe is None:
         return [*lines, f"Not run: {MISSING['workers_safe']}."]
     src = _source(TABLES["workers_safe"])
+    if _truthy(safe["ranked"]).any():
+        lines += [
+            "An arm's safe concurrency W: every tested pool of up to W workers ends within the "
+            "study's margin of a synchronous tune of the same games; *none*: even the smallest "
+            "pool tested fails (the margin and the reading: `results/tables/workers.md`).",
+            "",
+        ]
     for scenario, rows in safe.groupby("scenario", sort=False):
         first = rows.iloc[0]
         if str(first["ranked"]).lower() != "true":
