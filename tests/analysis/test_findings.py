@@ -112,6 +112,47 @@ def test_an_interval_excluding_0_is_named_distinguished_only_if_holm_agrees(
     assert verdict in line, line
 
 
+def test_in_short_counts_and_names_what_the_sections_below_say(tmp_path):
+    paths = _write(tmp_path, {"convergence": _convergence(), "ranks": _ranks()})
+    text = findings_markdown(read_tables(paths))
+    short = text.split("## In short", 1)[1].split("## ", 1)[0]
+    assert text.index("## In short") < text.index("## Which comparisons are ranked")
+    assert (
+        "- **Ranked**: 1 of 2 comparisons; NOT RANKED: `tune-16-stc` in every batch mode (the "
+        "budget is below the reference arm's need)" in short
+    )
+    assert "`sf-sgd` in every batch mode (1 in `sync`)" in short
+    assert (
+        "- **Against the baseline `spsa`**: in 1 of the 1 ranked comparisons the arm with the "
+        "lowest mean final loss beats it after Holm's correction, in 0 it is not "
+        "distinguished from it, and in 0 the baseline itself" in short
+    )
+    # a second batch mode: NOT RANKED in one mode only, another leader, a Holm-rejected
+    # best arm and a cell the baseline wins
+    convergence = _convergence()
+    extra = convergence.copy()
+    extra["batch_mode"] = "async-fixed"
+    extra.loc[extra["scenario"] == "tune-16-stc", "ranked"] = True
+    extra.loc[extra["scenario"] == "tune-16-stc", "shortfall"] = ""
+    extra.loc[(extra["optimizer"] == "sf-sgd") & (extra["scenario"] == "mixed"), "p_holm"] = 0.4
+    extra.loc[(extra["optimizer"] == "sf-sgd") & (extra["scenario"] == "tune-16-stc"),
+              "final_loss_mean"] = 9.0  # fmt: skip
+    ranks = _ranks()
+    more = ranks.copy()
+    more["batch_mode"] = "async-fixed"
+    more["rank"] = [2.0, 1.0]
+    paths = _write(tmp_path, {"convergence": pd.concat([convergence, extra]),
+                              "ranks": pd.concat([ranks, more])})  # fmt: skip
+    short = findings_markdown(read_tables(paths)).split("## In short", 1)[1].split("## ", 1)[0]
+    assert "- **Ranked**: 3 of 4 comparisons; NOT RANKED: `tune-16-stc` in `sync` (" in short
+    assert "`sf-sgd` in `sync` (1); `spsa` in `async-fixed` (1)" in short
+    assert (
+        "in 1 of the 3 ranked comparisons the arm with the lowest mean final loss beats it "
+        "after Holm's correction, in 1 it is not distinguished from it, and in 1 the baseline "
+        "itself has the lowest loss" in short
+    )
+
+
 def test_missing_optional_studies_are_named_not_invented(tmp_path):
     paths = _write(tmp_path, {"convergence": _convergence(), "ranks": _ranks()})
     text = findings_markdown(read_tables(paths))

@@ -3,6 +3,9 @@
 :func:`findings_markdown` reads the tables' CSV files (:func:`read_tables`) and writes one
 sentence per conclusion, each with its numbers and the table it comes from:
 
+- in short: three lines of counts and names from the sections below (ranked and NOT
+  RANKED comparisons, the lowest mean rank per batch mode, how often the lowest-loss arm
+  beats the baseline after Holm's correction);
 - which comparisons (scenario x batch mode) are ranked and which are NOT RANKED and why
   (``convergence.csv``: ``ranked``, ``shortfall``, the reference arm's need);
 - the best arms: per batch mode the lowest mean rank over the ranked scenarios with its
@@ -119,11 +122,7 @@ def _delta_verdict(low: float, high: float, row: pd.Series) -> str:
     interval that excludes 0 in a table of hundreds of comparisons can be chance."""
     if not (low > 0 or high < 0):
         return "includes 0: not distinguished"
-    if "significant" in row.index and not pd.isna(row["significant"]):
-        significant = str(row["significant"]).lower() == "true"
-    else:
-        significant = bool(row["p_holm"] < ALPHA)
-    if significant:
+    if _significant(row):
         return "excludes 0, and significant after Holm's correction over the table"
     return (
         "excludes 0, but not significant after Holm's correction over the table's "
@@ -158,6 +157,84 @@ def ranking_section(convergence: pd.DataFrame) -> list[str]:
     return lines
 
 
+def _ranked_bests(convergence: pd.DataFrame) -> list[tuple[tuple[str, str], pd.Series]]:
+    """``[((scenario, batch_mode), row)]``: each ranked comparison's arm with the lowest
+    mean final loss, in the table's order."""
+    ranked = convergence[_truthy(convergence["ranked"])]
+    return [
+        (key, cells.sort_values("final_loss_mean", kind="stable").iloc[0])
+        for key, cells in ranked.groupby(["scenario", "batch_mode"], sort=False)
+    ]
+
+
+def _significant(row: pd.Series) -> bool:
+    """Whether a row's paired Δ is significant after Holm's correction (the table's
+    ``significant`` column, or ``p_holm < ALPHA`` without one)."""
+    if "significant" in row.index and not pd.isna(row["significant"]):
+        return str(row["significant"]).lower() == "true"
+    return bool(row["p_holm"] < ALPHA)
+
+
+def _names(items: list[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def summary_section(convergence: pd.DataFrame, ranks: pd.DataFrame) -> list[str]:
+    """The run's answer in three lines, each a count or a name from the sections below
+    it: what the budget lets the run rank, the lowest mean rank per batch mode, and in
+    how many ranked comparisons the lowest-loss arm beats the baseline after Holm's
+    correction."""
+    lines = ["## In short", ""]
+    comparisons = convergence.drop_duplicates(["scenario", "batch_mode"])
+    ranked = _truthy(comparisons["ranked"])
+    modes = list(dict.fromkeys(comparisons["batch_mode"]))
+    sentence = f"- **Ranked**: {int(ranked.sum())} of {len(comparisons)} comparisons"
+    unranked = comparisons[~ranked]
+    if len(unranked):
+        everywhere, partly = [], []
+        for scenario, rows in unranked.groupby("scenario", sort=False):
+            lacking = list(rows["batch_mode"])
+            if set(lacking) == set(modes):
+                everywhere.append(f"`{scenario}`")
+            else:
+                partly.append(f"`{scenario}` in " + _names([f"`{m}`" for m in lacking]))
+        where = ([f"{_names(everywhere)} in every batch mode"] if everywhere else []) + partly
+        sentence += f"; NOT RANKED: {_names(where)} (the budget is below the reference arm's need)"
+    lines.append(sentence + '; "Which comparisons are ranked" below.')
+    top = ranks[ranks["n_scenarios"] > 0].dropna(subset=["rank"])
+    leaders = {
+        mode: group.sort_values("rank", kind="stable").iloc[0]
+        for mode, group in top.groupby("batch_mode", sort=False)
+    }
+    if leaders:
+        arms = {row["arm"] for row in leaders.values()}
+        if len(arms) == 1 and len(leaders) == len(modes):
+            said = ", ".join(f"{_num(r['rank'])} in `{m}`" for m, r in leaders.items())
+            best = f"`{arms.pop()}` in every batch mode ({said})"
+        else:
+            best = "; ".join(
+                f"`{r['arm']}` in `{m}` ({_num(r['rank'])})" for m, r in leaders.items()
+            )
+        lines.append(
+            f'- **Lowest mean rank** over the ranked scenarios: {best}; "The best arms" below.'
+        )
+    bests = [row for _, row in _ranked_bests(convergence)]
+    if bests:
+        own = [row for row in bests if pd.isna(row["diff_elo_ci_low"])]
+        beaten = [row for row in bests if not pd.isna(row["diff_elo_ci_low"]) and _significant(row)]
+        names = convergence.loc[convergence["diff_elo_ci_low"].isna(), "optimizer"].unique()
+        baseline = f"the baseline `{names[0]}`" if len(names) == 1 else "the baseline"
+        lines.append(
+            f"- **Against {baseline}**: in {len(beaten)} of the {len(bests)} ranked "
+            "comparisons the arm with the lowest mean final loss beats it after Holm's "
+            f"correction, in {len(bests) - len(beaten) - len(own)} it is not distinguished "
+            f"from it, and in {len(own)} the baseline itself has the lowest loss; "
+            '"The best arms" below.'
+        )
+    return lines
+
+
 def best_section(convergence: pd.DataFrame, ranks: pd.DataFrame) -> list[str]:
     """The best arm per batch mode (mean rank) and per ranked comparison (paired Δ)."""
     lines = ["## The best arms (ranked comparisons only)", ""]
@@ -170,9 +247,7 @@ def best_section(convergence: pd.DataFrame, ranks: pd.DataFrame) -> list[str]:
             f"{int(top['n_scenarios'])} ranked scenario(s), mean final loss "
             f"{_num(top['mean_final_loss'])} Elo {_source(TABLES['ranks'])}."
         )
-    ranked = convergence[_truthy(convergence["ranked"])]
-    for (scenario, mode), cells in ranked.groupby(["scenario", "batch_mode"], sort=False):
-        best = cells.sort_values("final_loss_mean").iloc[0]
+    for (scenario, mode), best in _ranked_bests(convergence):
         sentence = (
             f"- `{scenario}` / `{mode}`: lowest mean final loss `{best['optimizer']}`, "
             f"{_num(best['final_loss_mean'])} Elo "
@@ -321,6 +396,7 @@ def findings_markdown(tables: Mapping[str, pd.DataFrame | None]) -> str:
     """``results/findings.md`` from the tables of :func:`read_tables`."""
     convergence = tables["convergence"]
     sections = [
+        summary_section(convergence, tables["ranks"]),
         ranking_section(convergence),
         best_section(convergence, tables["ranks"]),
         tuned_section(tables.get("tuned")),
