@@ -153,6 +153,31 @@ def test_in_short_counts_and_names_what_the_sections_below_say(tmp_path):
     )
 
 
+def test_robust_settings_are_one_table_of_test_seed_losses_per_family_scenario(tmp_path):
+    def row(sweep, mode, tuning, scenario, setting, loss, family=True, edge=False):
+        return {"sweep": sweep, "batch_mode": mode, "tuning": tuning, "scenario": scenario,
+                "arm": f"{sweep}-x", "setting": setting, "at_edge": edge,
+                "in_family": family, "loss_mean": loss, "loss_low": loss - 0.01,
+                "loss_high": loss + 0.01}  # fmt: skip
+
+    tuned = pd.DataFrame([
+        row("adam", "sync", "robust", "mixed", "lr=0.04", 0.3),
+        row("adam", "sync", "robust", "calibrated", "lr=0.04", 0.2),
+        row("adam", "sync", "oracle", "mixed", "lr=0.01", 0.1),  # the oracle's: not read
+        row("adam", "sync", "robust", "tune-16-stc", "lr=0.04", 9.0, family=False),
+        row("sf-sgd", "sync", "robust", "mixed", "lr=0.3", 0.5, edge=True),
+    ])  # fmt: skip
+    tables = {"convergence": _convergence(), "ranks": _ranks(), "tuned": tuned}
+    text = findings_markdown(read_tables(_write(tmp_path, tables)))
+    section = text.split("## Robust hyperparameters", 1)[1].split("\n## ", 1)[0]
+    assert "| sweep | batch mode | robust setting | `mixed` | `calibrated` |" in section
+    assert "| `adam` | `sync` | lr=0.04 | 0.3 [0.29, 0.31] | 0.2 [0.19, 0.21] |" in section
+    # a scenario outside the family is not a column; a sweep without a scenario shows –
+    assert "| `sf-sgd` | `sync` | lr=0.3 (*edge*) | 0.5 [0.49, 0.51] | – |" in section
+    assert "tune-16-stc" not in section and "9 [8.99, 9.01]" not in section
+    assert "lr=0.01" not in section
+
+
 def test_missing_optional_studies_are_named_not_invented(tmp_path):
     paths = _write(tmp_path, {"convergence": _convergence(), "ranks": _ranks()})
     text = findings_markdown(read_tables(paths))

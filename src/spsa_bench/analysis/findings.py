@@ -272,26 +272,33 @@ def best_section(convergence: pd.DataFrame, ranks: pd.DataFrame) -> list[str]:
 
 
 def tuned_section(tuned: pd.DataFrame | None) -> list[str]:
-    """Each sweep's robust setting per batch mode, with its losses in the family."""
+    """Each sweep's robust setting per batch mode, with its losses on the test seeds in
+    the tuning family's scenarios: one table, a row per sweep and batch mode."""
     lines = ["## Robust hyperparameters", ""]
     if tuned is None:
         return [*lines, f"Not run: {MISSING['tuned']}."]
     robust = tuned[tuned["tuning"] == "robust"]
+    family = robust[_truthy(robust["in_family"])]
+    scenarios = list(dict.fromkeys(family["scenario"]))
+    lines += [
+        "Each sweep's robust setting in each batch mode, chosen on the tuning seeds, and its "
+        "mean final loss on the test seeds in each scenario of the tuning family (Elo, "
+        f"95% interval) {_source(TABLES['tuned'])}; *edge*: the setting is at the edge of "
+        "its sweep, so the best may lie beyond it.",
+        "",
+        "| sweep | batch mode | robust setting | " + " | ".join(f"`{s}`" for s in scenarios) + " |",
+        "|---|---|---|" + "---:|" * len(scenarios),
+    ]
     for (sweep, mode), rows in robust.groupby(["sweep", "batch_mode"], sort=False):
         first = rows.iloc[0]
-        family = rows[_truthy(rows["in_family"])]
-        losses = ", ".join(
-            f"`{r.scenario}` {_num(r.loss_mean)} {_ci(r.loss_low, r.loss_high)}"
-            for r in family.itertuples(index=False)
-        )
-        edge = (
-            " (at the edge of its sweep: the best may lie beyond it)"
-            if str(first["at_edge"]).lower() == "true"
-            else ""
-        )
+        edge = " (*edge*)" if str(first["at_edge"]).lower() == "true" else ""
+        by_scenario = {r.scenario: r for r in rows[_truthy(rows["in_family"])].itertuples()}
+        losses = [
+            f"{_num(r.loss_mean)} {_ci(r.loss_low, r.loss_high)}" if r is not None else "–"
+            for r in (by_scenario.get(name) for name in scenarios)
+        ]
         lines.append(
-            f"- `{sweep}` in `{mode}`: robust setting `{first['arm']}` ({first['setting']}){edge}; "
-            f"mean final loss on the test seeds {losses} Elo {_source(TABLES['tuned'])}."
+            f"| `{sweep}` | `{mode}` | {first['setting']}{edge} | " + " | ".join(losses) + " |"
         )
     return lines
 
