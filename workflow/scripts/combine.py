@@ -17,10 +17,10 @@ from spsa_bench.results.stream import quarter_lines, stream_benchmark  # noqa: E
 
 
 def tell(line: str) -> None:
-    """One progress line in the log and on the console (the job's own stderr, which
-    the log replaced above): combine is the longest serial step of the run."""
-    for stream in (sys.stderr, sys.__stderr__):
-        print(line, file=stream, flush=True)
+    """One progress line on the console (the job's own stderr, which the log replaced
+    above): combine is the longest serial step of the run. Not in the log, which holds
+    the one line of a refusal, or the summary below."""
+    print(line, file=sys.__stderr__, flush=True)
 
 
 start = time.perf_counter()
