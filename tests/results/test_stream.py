@@ -142,7 +142,7 @@ def test_progress_hears_of_every_file_in_each_pass_and_changes_nothing(run_files
     n = len(run_files)
     # every file once in pass 1, then every file once in pass 2, in that order
     assert heard == [(READING, i, n) for i in range(1, n + 1)] + [
-        (WRITING, i, n) for i in range(1, n + 1)
+        (WRITING, i, n) for i in range(0, n + 1)
     ]
     stream_benchmark(run_files, tmp_path / "quiet.nc")
     _same_file(tmp_path / "told.nc", tmp_path / "quiet.nc")
@@ -151,13 +151,14 @@ def test_progress_hears_of_every_file_in_each_pass_and_changes_nothing(run_files
 def test_quarter_lines_say_each_quarter_of_each_pass_once():
     lines = []
     progress = quarter_lines(lines.append)
-    for step in (READING, WRITING):
-        for done in range(1, 871):
+    for step, first in ((READING, 1), (WRITING, 0)):
+        for done in range(first, 871):
             progress(step, done, 870)
-    assert len(lines) == 8
+    assert len(lines) == 9
     assert lines[0].startswith("combine: reading, 218 of 870 run files (25%, ")
     assert lines[3].startswith("combine: reading, 870 of 870 run files (100%, ")
-    assert lines[5].startswith("combine: writing, 435 of 870 run files (50%, ")
+    assert lines[4].startswith("combine: writing, 0 of 870 run files (0%, ")
+    assert lines[6].startswith("combine: writing, 435 of 870 run files (50%, ")
     # a pass of fewer files than quarters still ends with its last file
     few = []
     small = quarter_lines(few.append, label="x")

@@ -87,16 +87,17 @@ def _kept_whole(head: xr.Dataset) -> list[str]:
 
 
 #: ``progress(step, done, total)``: after each run file of a pass (``step`` is
-#: :data:`READING` or :data:`WRITING`), ``done`` files of ``total``.
+#: :data:`READING` or :data:`WRITING`), ``done`` files of ``total``; pass 2 is also
+#: reported at ``done = 0`` as it starts (with the template of every cell).
 Progress = Callable[[str, int, int], None]
 READING, WRITING = "reading", "writing"
 
 
 def quarter_lines(write: Callable[[str], None], label: str = "combine") -> Progress:
     """A :data:`Progress` that calls ``write`` with one line at each quarter of each pass
-    (the last file of a pass included), with the seconds since it was made: about eight
-    lines for a combine of any size, e.g. ``combine: writing, 435 of 870 run files
-    (50%, 62 s)``."""
+    (the last file of a pass included, and a pass's start when it is reported at 0
+    files), with the seconds since it was made: about nine lines for a combine of any
+    size, e.g. ``combine: writing, 435 of 870 run files (50%, 62 s)``."""
     import time
 
     start = time.perf_counter()
@@ -104,7 +105,7 @@ def quarter_lines(write: Callable[[str], None], label: str = "combine") -> Progr
 
     def progress(step: str, done: int, total: int) -> None:
         quarter = 4 * done // max(total, 1)
-        if quarter > told.get(step, 0):
+        if quarter > told.get(step, 0) or (done == 0 and step not in told):
             told[step] = quarter
             seconds = time.perf_counter() - start
             write(
@@ -407,6 +408,8 @@ def stream_benchmark(
     (:data:`Progress`), if given, hears of each run file as each pass finishes it.
     """
     skeletons, wholes, files, seeds, grid = _skeletons(paths, order, param_counts, progress)
+    if progress is not None:  # pass 2 starts with the template, its longest silent part
+        progress(WRITING, 0, sum(len(paths) for paths in files.values()))
     template = finish_benchmark(combine_cells(skeletons), order, config_json, command)
     every_seed = all(np.array_equal(_cell_seeds(cell), seeds) for cell in wholes.values())
     big = _streamed(template, wide_integers=every_seed)
