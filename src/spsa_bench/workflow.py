@@ -92,8 +92,10 @@ _SCHEMA_CACHE: dict[tuple, dict] = {}
 def _schema_properties() -> dict:
     """``build_schema()["properties"]`` for the kinds registered now, built once per set of
     kinds: Snakemake evaluates every job's params (its cell settings) several times,
-    and rebuilding the whole schema for each took a minute of the default run's 217
-    jobs (2026-11-27, a profile of the Snakemake process). Read-only to its callers."""
+    and rebuilding the whole schema for each was a third of the samples of a profile of
+    the Snakemake process (2026-11-27; that profile's CPU total, about 200 s, was later
+    found too high: the process uses 37-39 s in a whole default run, docs/performance.md).
+    Read-only to its callers."""
     key = tuple((kind, id(spec)) for kind, spec in REGISTRY.items())
     if key not in _SCHEMA_CACHE:
         _SCHEMA_CACHE.clear()

@@ -8,8 +8,9 @@
 # together, one replay of arms x seeds rows (spsa_bench.engine.stack: the per-event work
 # outside the optimizer's update is paid once for every arm), each arm's run
 # bit-identical to its own replay (docs/benchmark.md, "Sweeps"); so are the arms outside
-# a sweep where they can share a replay (arms of one kind), else one after another. Editing one arm's settings reruns its group's jobs (a
-# sweep's, or the unswept arms'), editing a scenario that scenario's jobs.
+# a sweep where they can share a replay (arms of one kind), else one after another.
+# Editing one arm's settings reruns its group's jobs (a sweep's, or the unswept arms'),
+# editing a scenario that scenario's jobs.
 # The run files are temp() (common.smk, run_file): Snakemake deletes them once combine
 # has written results/benchmark.nc, unless the configuration sets keep_run_files: true.
 # With a `tuning` section, each sweep job also replays its share of the tuning seeds
