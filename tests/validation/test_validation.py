@@ -335,6 +335,43 @@ def test_validate_writes_outputs(tmp_path):
     assert (exact.max_rel_gap < 1e-10).all()
 
 
+@pytest.mark.parametrize("lr", [1e-4, 3e-5])
+def test_a_tiny_learning_rate_passes_on_rounding_alone(tmp_path, lr):
+    """sf-sgd-block is exact, but at a tiny lr its excursion (~0.06) is small beside
+    the float rounding of parameters near 1000 over ~13,000 micro-steps: the raw
+    relative gap exceeds the 1e-9 gate (an audit's failing case), the part beyond the
+    rounding floor is 0 and the gate passes."""
+    outcome = validate("sf-sgd-block", tmp_path, hyper={"lr": lr})
+    assert outcome.raw > outcome.tolerance == 1e-9  # the case is the one that failed
+    assert outcome.gap == 0.0 and outcome.passed
+    assert "whose floor covers the excess" in outcome.line()
+    gaps = pd.read_csv(outcome.written["gaps"])
+    row = gaps[(gaps.reference == "micro_const_mean") & (gaps.param == "all")].iloc[0]
+    with open_labelled(outcome.written["netcdf"]) as ds:
+        micro = ds["theta"].sel(path="micro_const_mean").values
+        steps = int(ds["n_pairs"].sum())
+    floor = np.finfo(np.float64).eps * np.abs(micro).max() * steps
+    assert row.rounding_floor == pytest.approx(floor, rel=1e-12)
+    assert 0 < row.max_abs_gap < row.rounding_floor
+
+
+@pytest.mark.parametrize("lr", [1e-4, 0.01])
+def test_an_algebra_error_beyond_rounding_still_fails_the_gate(lr):
+    """A macro that steps a millionth too far parts from the micro path by a millionth
+    of the excursion: far beyond the rounding floor at a tiny lr as at the default one,
+    so the gate (1e-9) fails it."""
+    setup = V.Draw()
+    sequence = setup.sequence()
+    steps = int(sequence.offsets[0, -1])
+    names = [f"p{i}" for i in range(setup.n_params)]
+    hyper = hyper_from_dict("sf-sgd-block", {"lr": lr})
+    paths = _paths("sf-sgd-block", sequence, setup.view(steps), hyper)
+    assert V.worst_gap(V.gap_table("sf-sgd-block", paths, names, steps)) == 0.0
+    wrong = {name: path[0] + (path - path[0]) * (1 + 1e-6) for name, path in paths["macro"].items()}
+    rows = V.gap_table("sf-sgd-block", {**paths, "macro": wrong}, names, steps)
+    assert 5e-7 < V.worst_gap(rows) < 2e-6
+
+
 def test_validate_rejects_unknown_kind(tmp_path):
     with pytest.raises(ValueError, match="unknown optimizer kind"):
         validate("no-such-optimizer", tmp_path)

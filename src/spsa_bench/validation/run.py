@@ -12,7 +12,14 @@ from pathlib import Path
 
 from spsa_bench.optimizers import get_spec, hyper_from_dict
 from spsa_bench.validation.files import write_outputs
-from spsa_bench.validation.gates import Draw, Outcome, gap_table, run_paths, worst_gap
+from spsa_bench.validation.gates import (
+    Draw,
+    Outcome,
+    gap_table,
+    raw_gap,
+    run_paths,
+    worst_gap,
+)
 
 
 def validate(
@@ -48,11 +55,11 @@ def validate(
     view = setup.view(int(sequence.offsets[0, -1]))
     paths = run_paths(kind, view, hyper, sequence, 0, clamp_every_pair=setup.clamp_every_pair)
     param_names = [f"p{i}" for i in range(setup.n_params)]
-    rows = gap_table(kind, paths, param_names)
+    rows = gap_table(kind, paths, param_names, micro_steps=int(sequence.offsets[0, -1]))
     written = write_outputs(
         Path(output_dir), name, spec, hyper, setup, sequence, paths, rows, plot_params
     )
-    return Outcome(name, kind, worst_gap(rows), spec.micro_tolerance, written)
+    return Outcome(name, kind, worst_gap(rows), spec.micro_tolerance, written, raw=raw_gap(rows))
 
 
 def validate_arms(config, names: Iterable[str], output_dir, **draw) -> list[Outcome]:
