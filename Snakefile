@@ -7,6 +7,8 @@
 # Rules live in workflow/rules/, their thin scripts in workflow/scripts/ and the
 # logic in the spsa_bench package (src/). See docs/benchmark.md.
 
+import sys
+
 from snakemake.utils import min_version
 
 min_version("8.0")
@@ -32,8 +34,10 @@ include: "workflow/rules/studies.smk"
 include: "workflow/rules/findings.smk"
 
 
+# the report command repeats the run's --configfile, --config, --directory... (sys.argv:
+# this process's own command line)
 onsuccess:
-    print(grid.done_message())
+    print(grid.done_message(options=grid.run_options(sys.argv[1:])))
 
 
 rule all:

@@ -324,16 +324,65 @@ def coerce_strings(raw: dict) -> dict:
     return out
 
 
-def done_message(results: str = "results") -> str:
+#: Snakemake options that choose the workflow and its configuration, with how many values
+#: each takes (``None``: one or more): a report must be built with the run's.
+RUN_OPTIONS = {
+    "--configfile": None,
+    "--configfiles": None,
+    "--config": None,
+    "-C": None,
+    "--profile": 1,
+    "--workflow-profile": 1,
+    "--directory": 1,
+    "-d": 1,
+    "--snakefile": 1,
+    "-s": 1,
+    "--replace-workflow-config": 0,
+}
+
+
+def run_options(argv: Sequence[str]) -> list[str]:
+    """The :data:`RUN_OPTIONS` of a Snakemake command line ``argv`` (without the program
+    name), with their values, in their order; ``--option=value`` forms as given."""
+    out: list[str] = []
+    tokens = list(argv)
+    i = 0
+    while i < len(tokens):
+        token = tokens[i]
+        name = token.split("=", 1)[0]
+        if name not in RUN_OPTIONS:
+            i += 1
+            continue
+        out.append(token)
+        i += 1
+        if "=" in token:
+            continue
+        count = RUN_OPTIONS[name]
+        taken = 0
+        while i < len(tokens) and not tokens[i].startswith("-"):
+            if count is not None and taken == count:
+                break
+            out.append(tokens[i])
+            i += 1
+            taken += 1
+    return out
+
+
+def done_message(results: str = "results", options: Sequence[str] = ()) -> str:
     """What a finished run prints last: where its results are, the findings page when
-    the run wrote one, and the command that builds the report."""
+    the run wrote one, and the command that builds the report, given the run's
+    ``options`` (:func:`run_options`: a report of a ``--configfile`` run needs it too)."""
+    import shlex
     from pathlib import Path
 
     lines = [f"spsa-bench: done; the results are in {results}/"]
     findings = Path(results) / "findings.md"
     if findings.exists():
         lines.append(f"  what the run found: {findings}")
-    lines.append(f"  the report: snakemake --report {results}/report.html")
+    command = f"snakemake --report {results}/report.html"
+    if options:
+        command += " " + shlex.join(options)
+    lines.append(f"  the report: {command}")
     return "\n".join(lines)
 
 

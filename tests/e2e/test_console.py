@@ -71,3 +71,29 @@ def test_long_io_lists_are_replaced_by_one_line_messages(dry_run):
     assert any("all: every output of the configuration is up to date" in line for line in lines)
     # a rule with short lists still shows its files
     assert any(line.strip().startswith("output: results/tables/convergence.csv") for line in lines)
+
+
+def test_the_report_command_repeats_the_options_that_chose_the_configuration():
+    """A run's closing message names the report command with the run's configuration
+    options (a `--configfile` run's report without it looks for the default grid's
+    files and fails), its other options left out."""
+    from spsa_bench.workflow import done_message, run_options
+
+    argv = [
+        "--cores", "2", "--configfile", "my grid.yaml", "--config", "seeds={count: 4}",
+        "keep_run_files=true", "--quiet", "rules", "--directory=work", "-s", "Snakefile",
+        "extra", "--profile", "profiles/seeds-1000", "--replace-workflow-config", "-n",
+    ]  # fmt: skip
+    options = run_options(argv)
+    assert options == [
+        "--configfile", "my grid.yaml", "--config", "seeds={count: 4}", "keep_run_files=true",
+        "--directory=work", "-s", "Snakefile", "--profile", "profiles/seeds-1000",
+        "--replace-workflow-config",
+    ]  # fmt: skip
+    line = done_message("nowhere", options).splitlines()[-1]
+    assert line == (
+        "  the report: snakemake --report nowhere/report.html --configfile 'my grid.yaml' "
+        "--config 'seeds={count: 4}' keep_run_files=true --directory=work -s Snakefile "
+        "--profile profiles/seeds-1000 --replace-workflow-config"
+    )
+    assert done_message("nowhere").splitlines()[-1].endswith("--report nowhere/report.html")

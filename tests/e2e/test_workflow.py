@@ -10,6 +10,7 @@ once first on the PATH so that probe does not slow them down.
 
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -194,7 +195,7 @@ def test_tiny_benchmark_end_to_end(env, tmp_path):
     # about 160 s alone on two idle cores; under the README's command (pytest-xdist) it
     # shares them with another worker, hence more room than the other runs here
     tiny = ["--configfile", str(TINY), *keep, "--cores", "2", "--quiet"]
-    snakemake(env, *base, *tiny, timeout=1200)
+    run = snakemake(env, *base, *tiny, timeout=1200)
     config = yaml.safe_load(TINY.read_text())
     optimizers, modes, scenarios = (
         list(config["optimizers"]),
@@ -278,9 +279,14 @@ def test_tiny_benchmark_end_to_end(env, tmp_path):
         assert list(study["seed"].values) == [0, 1, 2, 3]
         assert list(study["tuning_seed"].values) == [100, 101, 102, 103]
 
-    # the report is one self-contained HTML file with every figure and table
+    # the report is one self-contained HTML file with every figure and table, built by
+    # the command the run printed last (it repeats the run's --configfile, --config...)
     report = results / "report.html"
-    snakemake(env, *base, "--configfile", str(TINY), "--report", str(report))
+    (printed,) = [line for line in run.stdout.splitlines() if "the report: " in line]
+    command = shlex.split(printed.split("the report: ", 1)[1])
+    assert command[:3] == ["snakemake", "--report", "results/report.html"]
+    assert command[3:] == [*base, "--configfile", str(TINY), *keep]
+    snakemake(env, *command[1:])
     text = report.read_text()
     assert report.stat().st_size > 100_000 and "<html" in text[:2000].lower()
     # every table also as a page the report shows inline, its verdicts included
