@@ -13,6 +13,7 @@ import math
 import sys
 
 from spsa_bench.model.noise import OUTCOMES, PRESETS
+from spsa_bench.model.pentanomial import MAX_OPPONENT_ELO as CLIP_ELO
 
 
 def add_parser(sub) -> None:
@@ -67,18 +68,25 @@ def run(args: argparse.Namespace) -> int:
         print(f"spsa-bench noise: {error}", file=sys.stderr)
         return 2
     rows = model.summary(args.elo)
+    for row in rows:  # the Elo the model was evaluated at (its grid ends at +-599)
+        row["modelled_elo"] = max(-CLIP_ELO, min(CLIP_ELO, float(row["elo"])))
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
     head = "  ".join(f"{name:>7}" for name in OUTCOMES)
     print(f"noise model: {model.name}" + _described(model))
     print(f"{'elo':>8}  {head}  {'score':>8}  {'draws':>7}  {'sigma2':>7}  {'rho':>7}")
+    clipped = False
     for row in rows:
         probs = "  ".join(f"{row['probabilities'][name]:7.4f}" for name in OUTCOMES)
+        mark = "*" if row["modelled_elo"] != row["elo"] else " "
+        clipped |= mark == "*"
         print(
-            f"{row['elo']:8.2f}  {probs}  {row['score']:8.5f}  {row['draw_rate']:7.4f}  "
+            f"{row['elo']:8.2f}{mark} {probs}  {row['score']:8.5f}  {row['draw_rate']:7.4f}  "
             f"{row['sigma2']:7.4f}  {row['correlation']:+7.4f}"
         )
+    if clipped:
+        print(f"* beyond +-{CLIP_ELO:g} Elo: the model at +-{CLIP_ELO:g}, where its grid ends")
     return 0
 
 
