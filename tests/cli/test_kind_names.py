@@ -87,3 +87,48 @@ def test_a_sweep_without_the_hand_set_value_names_its_arms(config_path, tmp_path
     assert code == 2 and len(err) == 1
     assert "adam-lr-0p001" in err[0] and "adam-lr-0p01" in err[0]
     assert not (tmp_path / "adam.nc").exists()
+
+
+def _validate(config_path, optimizer, output, capsys):
+    argv = ["validate", "--config", str(config_path), "--optimizer", optimizer]
+    code = main([*argv, "--reports", "5", "--output", str(output)])
+    return code, capsys.readouterr().err.splitlines()
+
+
+def test_validate_reads_names_as_simulate_does(config_path, tmp_path, capsys):
+    """A sweep's name validates its hand-set arm (said), not the kind's defaults under the
+    sweep's name; a sweep without the hand-set value and an unknown name are refused in
+    one line (case ignored in the suggestions), nothing written."""
+    code, err = _validate(config_path, "spsa-block", tmp_path / "a", capsys)
+    assert code == 0 and any("running its hand-set value spsa-block-r_scale-1" in e for e in err)
+    assert (tmp_path / "a" / "spsa-block-r_scale-1_gaps.csv").is_file()
+    assert not (tmp_path / "a" / "spsa-block_gaps.csv").exists()
+    code, err = _validate(config_path, "adam", tmp_path / "b", capsys)
+    assert code == 2 and len(err) == 1 and "adam-lr-0p001, adam-lr-0p01" in err[0]
+    code, err = _validate(config_path, "SPSA-Block", tmp_path / "c", capsys)
+    assert code == 2 and len(err) == 1 and "closest: spsa-block" in err[0]
+    assert not (tmp_path / "b").exists() and not (tmp_path / "c").exists()
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "closest"),
+    [("--batch-mode", "Sync", "sync"), ("--scenario", "mixd", "mixed")],
+)
+def test_a_misspelled_batch_mode_or_scenario_gets_its_closest_names(
+    config_path, tmp_path, capsys, flag, value, closest
+):
+    argv = ["simulate", "--config", str(config_path), "--optimizer", "spsa"]
+    argv += ["--batch-mode", "sync", "--scenario", "calibrated", "--seeds", "0-1"]
+    argv[argv.index(flag) + 1] = value
+    assert main([*argv, "--output", str(tmp_path / "x.nc")]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert f"{flag} = {value!r}" in line and f"closest: {closest}" in line
+    assert len(line) < 300 and not (tmp_path / "x.nc").exists()
+
+
+def test_bench_refuses_a_bad_lab_checkout_before_any_timing(config_path, tmp_path, capsys):
+    argv = ["bench", "--config", str(config_path), "--seeds", "1", "--scenario", "calibrated"]
+    assert main([*argv, "--lab", str(tmp_path / "nowhere")]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and len(captured.err.splitlines()) == 1
+    assert "--lab" in captured.err

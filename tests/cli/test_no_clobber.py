@@ -1,5 +1,6 @@
 """Examples cannot clobber results: ``simulate`` and ``schedule`` refuse to replace an
-existing file unless ``--force``, and the README's examples write outside ``results/``."""
+existing file unless ``--force``, ``validate`` and the studies any file of theirs in
+their output directory, and the README's examples write outside ``results/``."""
 
 import re
 from pathlib import Path
@@ -53,6 +54,37 @@ def test_force_replaces_the_file(command, config_path, tmp_path, capsys):
     assert output.read_bytes().startswith(b"\x89HDF")  # a NetCDF-4 file now
     fresh = tmp_path / "fresh.nc"
     assert main([*argv, "--output", str(fresh), "--quiet"]) == 0  # a new file needs no flag
+
+
+#: The commands that write a set of files into a directory: (argv, flag, one file).
+DIRECTORY_COMMANDS = {
+    "validate": (["validate", "--optimizer", "spsa-block", "--reports", "5"], "--output",
+                 "spsa-block_gaps.csv"),
+    "cend-study": (["cend-study", "--seeds", "0-1"], "--output-dir", "cend.csv"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("command", list(DIRECTORY_COMMANDS))
+def test_a_file_of_a_directory_command_is_refused_unless_force(
+    command, config_path, tmp_path, capsys
+):
+    argv, flag, name = DIRECTORY_COMMANDS[command]
+    raw = yaml.safe_load(config_path.read_text())
+    raw["cend_study"] = {"scenario": "tune-16-stc", "batch_mode": "sync", "c_end": [1, 2],
+                         "base": "spsa", "variants": {"classic": {"A_ratio": 0.1}}}  # fmt: skip
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump(raw))
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / name).write_text("an earlier result")
+    argv = [*argv, "--config", str(config), flag, str(out), "--quiet"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and "--force" in err[0] and flag in err[0] and name in err[0]
+    assert [p.name for p in out.iterdir()] == [name]  # nothing written
+    assert (out / name).read_text() == "an earlier result"
+    assert main([*argv, "--force"]) == 0
+    assert (out / name).read_text() != "an earlier result" and len(list(out.iterdir())) > 1
 
 
 def _readme_commands() -> list[str]:

@@ -50,8 +50,19 @@ def suggestions(config, name: str) -> list[str]:
     from spsa_bench.optimizers import REGISTRY
 
     sweeps = {arm.sweep for arm in config.optimizers.values() if arm.sweep}
-    candidates = list(dict.fromkeys([*config.optimizers, *sorted(sweeps), *REGISTRY]))
-    return difflib.get_close_matches(name, candidates, n=MAX_SUGGESTIONS, cutoff=0.6)
+    return close_names(name, [*config.optimizers, *sorted(sweeps), *REGISTRY])
+
+
+def close_names(name: str, candidates) -> list[str]:
+    """At most :data:`MAX_SUGGESTIONS` of ``candidates`` close to ``name`` (difflib's
+    ratio, ignoring case: ``SPSA`` finds ``spsa``), the closest first."""
+    by_folded = {}
+    for candidate in candidates:
+        by_folded.setdefault(str(candidate).casefold(), str(candidate))
+    folded = difflib.get_close_matches(
+        str(name).casefold(), list(by_folded), n=MAX_SUGGESTIONS, cutoff=0.6
+    )
+    return [by_folded[f] for f in folded]
 
 
 def with_kind_arm(config, kind: str):

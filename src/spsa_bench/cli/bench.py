@@ -63,7 +63,7 @@ def _names(text: str | None, default: str, every) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     from spsa_bench.config.loader import ConfigError
-    from spsa_bench.engine.bench import run_bench
+    from spsa_bench.engine.bench import check_lab, run_bench
     from spsa_bench.model.noise import noise_model
 
     parse = bounded_int("--seeds", 1, MAX_SEEDS)
@@ -71,6 +71,8 @@ def run(args: argparse.Namespace) -> int:
         counts = [parse(item) for item in args.seeds.split(",")]
     except argparse.ArgumentTypeError as error:
         raise ConfigError(f"--seeds = {args.seeds!r}: {error}") from None
+    if args.lab is not None:  # before any timing: a bad checkout wastes no minutes
+        check_lab(args.lab)
     config = load(args)
     pick(config, "scenario", "--scenario", args.scenario)
     check_run_memory(config, args.scenario, max(counts))

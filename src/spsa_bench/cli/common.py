@@ -54,14 +54,29 @@ def bounded_int(flag: str, low: int, high: int):
     return parse
 
 
+#: The configuration's table of each name :func:`pick` looks up.
+_TABLES = {"optimizer": "optimizers", "scenario": "scenarios", "batch_mode": "batch_modes"}
+
+
 def pick(config, what: str, flag: str, name: str):
-    """``config.<what>(name)``; an unknown name is refused naming ``flag``."""
+    """``config.<what>(name)``; an unknown name is refused in one line naming ``flag``
+    and at most five of the configuration's closest names (not all of them)."""
+    from spsa_bench.cli.arm_names import close_names
     from spsa_bench.config.loader import ConfigError
 
     try:
         return getattr(config, what)(name)
     except ConfigError as error:
-        raise ConfigError(f"{flag} = {name!r}: {error}") from None
+        if what not in _TABLES:
+            raise ConfigError(f"{flag} = {name!r}: {error}") from None
+        close = close_names(name, getattr(config, _TABLES[what]))
+        hint = f"closest: {', '.join(close)}" if close else "no close name"
+        noun = what.replace("_", " ")
+        article = "an" if noun[0] in "aeiou" else "a"
+        raise ConfigError(
+            f"{flag} = {name!r}: not {article} {noun} of this config; {hint} "
+            "(`spsa-bench list` shows them all)"
+        ) from None
 
 
 def seeds(args: argparse.Namespace, config) -> range:

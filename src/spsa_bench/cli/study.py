@@ -8,7 +8,8 @@ study's docs. A study whose estimated memory exceeds the machine's, or whose
 estimated time exceeds a day, is refused before any run
 (:meth:`~spsa_bench.studies.base.Study.check_estimates`), as is an ``--output-dir`` that
 is empty text or a file, or whose output names are directories, devices or the
-configuration (:func:`~spsa_bench.results.atomic.check_output_dir`).
+configuration (:func:`~spsa_bench.results.atomic.check_output_dir`), and one of whose
+files exists there without ``--force``.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import argparse
 
 from spsa_bench.cli.common import add_config, load, seeds
+from spsa_bench.cli.overwrite import add_force_dir, refuse_existing_files
 
 
 class StudyCommand:
@@ -33,6 +35,7 @@ class StudyCommand:
             "--seeds", help="FIRST-LAST inclusive, e.g. 0-99 (default: the config's seeds)"
         )
         p.add_argument("--output-dir", required=True, help=f"directory for {files}")
+        add_force_dir(p)
         p.add_argument("--quiet", action="store_true", help="no progress on stderr")
         p.set_defaults(func=self.run)
 
@@ -49,6 +52,7 @@ class StudyCommand:
         paths = check_output_dir(
             args.output_dir, [output.file for output in row.outputs], inputs=(args.config,)
         )
+        refuse_existing_files(paths, args.force)
         ds = row.run(config, section, chosen, progress=None if args.quiet else row.progress)
         paths = row.write(ds, paths)
         if not args.quiet:

@@ -1,5 +1,11 @@
 """``spsa-bench validate``: macro-versus-micro validation of the configured arms,
-each with its own hyperparameters; exit status 1 if a gate fails."""
+each with its own hyperparameters; exit status 1 if a gate fails.
+
+``--optimizer`` names are read as ``simulate`` reads them
+(:func:`spsa_bench.cli.arm_names.arm_for`): an arm, a sweep (its hand-set value, said on
+stderr), a registered kind (its defaults, said on stderr), else one line with the
+closest names. Files of the same names in ``--output`` are refused without ``--force``.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +14,7 @@ import sys
 from pathlib import Path
 
 from spsa_bench.cli.common import add_config, bounded_int, load
+from spsa_bench.cli.overwrite import add_force_dir, refuse_existing_files
 from spsa_bench.config.limits import MAX_SEED
 
 #: Most reports and largest report of a validation (its arrays grow with their product).
@@ -25,14 +32,16 @@ def add_parser(sub) -> None:
     p.add_argument(
         "--optimizer",
         default="all",
-        help="comma-separated arm names of the config (or optimizer kinds, run with their "
-        "defaults), or all: every arm of the config (default: all)",
+        help="comma-separated arm names of the config, or all: every arm of the config "
+        "(default: all); a sweep's name runs its hand-set value, a registered kind's name "
+        "not in the config that kind with its defaults (each said on stderr)",
     )
     p.add_argument(
         "--output",
         required=True,
         help="directory for <arm>.nc, <arm>.png/.svg and <arm>_gaps.csv",
     )
+    add_force_dir(p, "--output")
     p.add_argument(
         "--seed",
         type=bounded_int("--seed", 0, MAX_SEED),
@@ -48,6 +57,7 @@ def add_parser(sub) -> None:
     p.add_argument(
         "--sizes",
         default="uniform",
+        choices=("uniform", "pow2", "fixed"),
         help="report sizes: uniform (1..max), pow2 or fixed (default: uniform)",
     )
     p.add_argument(
@@ -62,21 +72,29 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from spsa_bench.config.loader import ConfigError
-    from spsa_bench.optimizers import REGISTRY
+    from spsa_bench.cli.arm_names import arm_for
+    from spsa_bench.optimizers import get_spec
     from spsa_bench.results.atomic import OutputPathError
+    from spsa_bench.validation.files import output_names
     from spsa_bench.validation.run import validate_arms
 
     if not args.output.strip() or Path(args.output).exists() and not Path(args.output).is_dir():
         raise OutputPathError(f"--output = {args.output!r}: must name a directory")
     config = load(args)
-    names = list(config.optimizers) if args.optimizer == "all" else args.optimizer.split(",")
-    for name in names:
-        if name not in config.optimizers and name not in REGISTRY:
-            known = ", ".join(config.optimizers)
-            raise ConfigError(
-                f"--optimizer = {name!r}: neither an arm of the config ({known}) nor a kind"
-            )
+    if args.optimizer == "all":
+        names = list(config.optimizers)
+    else:
+        names = []
+        for given in args.optimizer.split(","):
+            config, name = arm_for(config, given, quiet=args.quiet)
+            names.append(name)
+    written = [
+        Path(args.output) / file
+        for name in names
+        if get_spec(config.optimizers[name].kind).micro is not None  # a skipped kind writes none
+        for file in output_names(name)
+    ]
+    refuse_existing_files(written, args.force, "--output")
     outcomes = validate_arms(
         config,
         names,

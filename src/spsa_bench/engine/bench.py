@@ -310,15 +310,22 @@ print(statistics.median(seconds))
 """
 
 
-def lab_seed_seconds(lab: Path, *, num_pairs: int, batch_size: int, repeats: int) -> float:
-    """Median seconds per seed of the original lab's synchronous SPSA runner, run from the
-    checkout ``lab`` (its ``src`` folder is put on the path; nothing is installed)."""
+def check_lab(lab: Path) -> Path:
+    """The ``src`` folder of the original lab's checkout ``lab``; refused in one line
+    (:class:`ConfigError`, naming ``--lab``) when it has no lab runner."""
     source = Path(lab) / "src"
     if not (source / "fishtest_spsa_lab" / "simulator" / "runner.py").is_file():
         raise ConfigError(
             f"--lab {lab}: no src/fishtest_spsa_lab/simulator/runner.py there (give a "
             "checkout of ppigazzini/fishtest-spsa-lab)"
         )
+    return source
+
+
+def lab_seed_seconds(lab: Path, *, num_pairs: int, batch_size: int, repeats: int) -> float:
+    """Median seconds per seed of the original lab's synchronous SPSA runner, run from the
+    checkout ``lab`` (its ``src`` folder is put on the path; nothing is installed)."""
+    source = check_lab(lab)
     command = [sys.executable, "-c", _LAB_TIMER, str(source), str(num_pairs), str(batch_size)]
     done = subprocess.run([*command, str(repeats)], capture_output=True, text=True, check=False)
     if done.returncode != 0:

@@ -16,6 +16,13 @@ from spsa_bench.results.provenance import history
 from spsa_bench.validation.gates import PATHS, Draw, ReportSequence, outcome_probabilities
 
 _SUFFIXES = {"netcdf": ".nc", "png": ".png", "svg": ".svg", "gaps": "_gaps.csv"}
+
+
+def output_names(name: str) -> list[str]:
+    """The file names a validation of the arm ``name`` writes (:func:`write_outputs`)."""
+    return [f"{name}{suffix}" for suffix in _SUFFIXES.values()]
+
+
 _LONG_NAMES = {"theta": "exported parameter", "x": "Polyak surrogate", "z": "fast iterate"}
 
 
