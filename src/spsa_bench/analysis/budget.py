@@ -201,9 +201,19 @@ def budget_markdown(
     return "\n".join(lines) + "\n"
 
 
-def _draw_arm(top, bottom, rows, colour, dash, baseline: bool) -> None:
+def loss_floor(losses) -> float:
+    """The bottom of a log-scale loss panel: half the smallest positive mean loss on it
+    (1e-6 if none). A loss interval reaching below it (a normal interval of a few seeds
+    can go below 0) is cut there, so that the means, not the band, set the scale."""
+    values = np.asarray(losses, dtype=np.float64)
+    positive = values[np.isfinite(values) & (values > 0)]
+    return float(positive.min()) / 2 if positive.size else 1e-6
+
+
+def _draw_arm(top, bottom, rows, colour, dash, baseline: bool, floor: float) -> None:
     """One arm on a scenario's panels: the loss (top) and Δ (bottom) against the budget,
-    the oracle (or only) choice with its band, the robust choice dashed."""
+    the oracle (or only) choice with its band (cut at ``floor``, :func:`loss_floor`),
+    the robust choice dashed."""
     for tuning, group in rows.groupby("tuning", sort=False):
         robust = tuning == "robust"
         style = {"color": colour, "ls": "--" if robust else dash, "lw": 1.0 if robust else 1.6}
@@ -212,7 +222,7 @@ def _draw_arm(top, bottom, rows, colour, dash, baseline: bool) -> None:
         top.plot(edge["budget"], edge["loss_mean"], "o", ms=8, mfc="none", color=colour)
         if robust:
             continue
-        top.fill_between(group["budget"], np.maximum(group["loss_low"], 1e-6),
+        top.fill_between(group["budget"], np.maximum(group["loss_low"], floor),
                          group["loss_high"], color=colour, alpha=0.18, lw=0)  # fmt: skip
         if not baseline:
             bottom.plot(group["budget"], group["diff_mean"], marker="o", ms=3.5, **style)
@@ -244,14 +254,16 @@ def budget_figure(ds: xr.Dataset):
     )
     for j, scenario in enumerate(scenarios):
         top, bottom = axes[0, j], axes[1, j]
+        start = float(ds["start_elo_gap"].sel(scenario=scenario).mean())
+        floor = loss_floor([*table.loc[table["scenario"] == scenario, "loss_mean"], start])
         for arm in arms:
             rows = table[(table["scenario"] == scenario) & (table["arm"] == arm)]
-            _draw_arm(top, bottom, rows, palette[arm], dashes[arm], arm == baseline)
-        start = float(ds["start_elo_gap"].sel(scenario=scenario).mean())
+            _draw_arm(top, bottom, rows, palette[arm], dashes[arm], arm == baseline, floor)
         top.axhline(start, color="0.3", lw=0.8, ls=":")
         top.annotate("mean loss at the start", (0.02, start), xycoords=("axes fraction", "data"),
                      va="top", fontsize="small", color="0.3")  # fmt: skip
         top.set_yscale("log")
+        top.set_ylim(bottom=floor)
         plain_log_ticks(top, "y")
         top.set_title(scenario)
         bottom.axhline(0.0, color="0.3", lw=0.8)
