@@ -2,7 +2,8 @@
 OpenBench) parameter block, get the tune's predicted outcome and better settings before
 spending the games (:mod:`spsa_bench.plan`).
 
-Writes ``plan.md`` (also printed), ``plan.nc`` and ``plan.png`` into ``--output``.
+Writes ``plan.md`` (also printed), ``plan.nc`` and ``plan.png`` into ``--output``, then
+``plan.sha256`` (their checksums: the set is complete).
 A block the framework would refuse is refused naming the line and the field, with
 nothing written (exit 2); so is an option of the other framework, naming the flag.
 """
@@ -58,7 +59,8 @@ def add_parser(sub) -> None:
         "better settings",
         description="Simulate a Fishtest (or OpenBench) SPSA tune on many instances of a "
         "prior over the unknown truth and write DIR/plan.md (also printed), DIR/plan.nc and "
-        "DIR/plan.png. docs/plan.md explains the output.",
+        "DIR/plan.png, then DIR/plan.sha256, their checksums, which marks the set "
+        "complete. docs/plan.md explains the output.",
     )
     p.add_argument(
         "params",
@@ -104,7 +106,7 @@ def add_parser(sub) -> None:
         "--output",
         default="plan",
         metavar="DIR",
-        help="directory for plan.md, plan.nc and plan.png (default %(default)s)",
+        help="directory for plan.md, plan.nc, plan.png and plan.sha256 (default %(default)s)",
     )
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     _add_gain_options(

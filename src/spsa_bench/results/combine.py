@@ -303,8 +303,10 @@ def open_benchmark(
     Measured (resident memory over an interpreter that has imported the package,
     about 100 MB): the tiny test run's ``benchmark.nc`` (2.0 MB on disk, nbytes
     2.5 MB; a 2-core AMD EPYC, 23 GB) +7.7 MB and 0.14-0.28 s lazily, +17.2 MB and
-    0.25-0.36 s eagerly; the default run's (2.0 GB on disk) 158 MB and 1 s lazily,
-    5.0 GB and 35 s eagerly (issue 32's measurement, a 2-core machine).
+    0.25-0.36 s eagerly; the default run's (1.3 GB on disk, nbytes 1.88 GB; 2026-11-27,
+    medians of 3 with a mean of the final Elo loss read) peaks at 157 MiB and 0.8 s
+    lazily, 2.1 GiB and 10 s eagerly (issue 32 measured 158 MB and 1 s, 5.0 GB and 35 s
+    on the 2.0 GB file of an earlier release).
 
     A file that is not a readable combined benchmark is refused with one
     :class:`~spsa_bench.results.datasets.ReadError` (a ``ValueError``) naming it: not
