@@ -282,3 +282,10 @@ def test_the_1000_seed_profile_runs_the_design_card_grid(default_config_path):
         ((key, value),) = hand_set.items()
         assert getattr(config.optimizer(name).hyper, key) == value, name
     assert not {"tuning", "cend_study", "workers_study"} & set(config.resolved)
+
+
+def test_an_empty_configuration_file_says_it_is_empty(tmp_path):
+    path = tmp_path / "empty.yaml"
+    path.write_text("# nothing but a comment\n")
+    with pytest.raises(ConfigError, match=r"^<top level>: the configuration is empty"):
+        load_config(path)

@@ -32,6 +32,10 @@ STUDY_SECTIONS = SECTION_KEYS
 def validate_raw(raw: Any) -> None:
     """Schema validation plus non-finite numbers; raises :class:`ConfigError`."""
     if not isinstance(raw, dict):
+        if raw is None:
+            raise ConfigError(
+                "<top level>: the configuration is empty (a mapping of keys is needed)"
+            )
         raise ConfigError(f"<top level> = {raw!r}: the configuration must be a mapping")
     reject_non_finite(raw)
     check_budget_lists(raw)

@@ -110,7 +110,7 @@ def plan_figure(ds: xr.Dataset):
     _distribution(left, ds, roles, palette)
     _against_games(right, ds, roles, palette)
     fig.suptitle(
-        f"{_title_text(str(ds.attrs['source_block']))}: {ds.sizes['param']} parameters, "
+        f"{_title_text(str(ds.attrs['source_block']))}: {ds.sizes['param']} parameter{'' if ds.sizes['param'] == 1 else 's'}, "
         f"{ds.attrs['time_control']}, {ds.attrs['batch_mode']}, {ds.sizes['seed']} instances "
         f"of the prior ({_prior_words(ds)})",
         fontsize="medium",

@@ -55,6 +55,11 @@ ONE_ELO = 1.0
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>|~&$])")
 
 
+def _count(n: int, noun: str) -> str:
+    """``n noun`` with the noun in the plural unless ``n`` is 1."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def markdown_text(text: str) -> str:
     """``text`` shown literally in Markdown: :func:`printable_text`, and every
     character of :data:`_MARKDOWN_SPECIAL` backslash-escaped, so a name like
@@ -167,7 +172,7 @@ def header(ds: xr.Dataset) -> list[str]:
     return [
         f"# spsa-bench plan: {markdown_text(str(ds.attrs['source_block']))}",
         "",
-        f"{len(block)} parameters, **{games:,} games** ({games // 2:,} game pairs), "
+        f"{_count(len(block), 'parameter')}, **{games:,} games** ({games // 2:,} game pairs), "
         f"**{ds.attrs['time_control']}** game noise (draw rate {ds.attrs['noise_draw_rate']:.3f}, "
         f"σ² {ds.attrs['noise_sigma2']:.4f} per pair at equal strength), batch mode "
         f"**{ds.attrs['batch_mode']}** ({mode_text}), Fishtest's SPSA ({gain_schedule(ds)}, "
@@ -198,7 +203,7 @@ def _openbench_header(ds: xr.Dataset) -> list[str]:
     return [
         f"# spsa-bench plan (OpenBench): {markdown_text(str(ds.attrs['source_block']))}",
         "",
-        f"{len(block)} parameters ({ints} int, {len(block) - ints} float), **{games:,} games** "
+        f"{_count(len(block), 'parameter')} ({ints} int, {len(block) - ints} float), **{games:,} games** "
         f"({games // 2:,} game pairs, {_iterations(ds, games):,} iterations of {pairs_per} "
         f"pairs), **{ds.attrs['time_control']}** game noise (draw rate "
         f"{ds.attrs['noise_draw_rate']:.3f}, σ² {ds.attrs['noise_sigma2']:.4f} per pair at "
@@ -707,7 +712,7 @@ def similar_section(ds: xr.Dataset, records=None) -> list[str]:
         title,
         "",
         f"The {len(matches)} of the corpus's {len(records)} Stockfish tunes closest to this "
-        f"one ({len(_block(ds))} parameters, {games:,} games, {tc}) by d = |ln(P/P_t)| + "
+        f"one ({_count(len(_block(ds)), 'parameter')}, {games:,} games, {tc}) by d = |ln(P/P_t)| + "
         "|ln(G/G_t)| + |ln(B/B_t)| over parameters P, games G and base time B of the time "
         "control, an unknown term counted as ln 4 (docs/plan.md). Their records, with "
         "every number's source and whether it is quoted or inferred: `spsa-bench tunes "
