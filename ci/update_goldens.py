@@ -106,6 +106,7 @@ def cli_cases(names: list[str]) -> dict[str, list[str]]:
         "error-noise-bad-time-control": ["noise", "--time-control", "blitz"],
         "error-noise-sigma2-out-of-range": ["noise", "--draw-rate", "0.6", "--sigma2", "0.2"],
         "error-list-missing-config": ["list", "--config", "no-such-config.yaml"],
+        "error-plan-seeds-range": ["plan", "examples/tune-stc.txt", "--seeds", "0-99"],
     }
     return cases
 

@@ -38,13 +38,14 @@ def load(args: argparse.Namespace):
     return load_config(config_path(args))
 
 
-def bounded_int(flag: str, low: int, high: int):
-    """An argparse ``type`` accepting ASCII digits in ``[low, high]``; errors name ``flag``."""
+def bounded_int(flag: str, low: int, high: int, hint: str = ""):
+    """An argparse ``type`` accepting ASCII digits in ``[low, high]``; errors name ``flag``
+    (and end with ``hint`` when the text is not a whole number)."""
 
     def parse(text: str) -> int:
         digits = text.strip().removeprefix("-")
         if not digits.isascii() or not digits.isdigit() or len(digits) > 30:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number")
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number{hint}")
         value = int(text)
         if not low <= value <= high:
             raise argparse.ArgumentTypeError(f"{value} is outside [{low}, {high:,}]")

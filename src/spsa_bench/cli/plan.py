@@ -98,7 +98,9 @@ def add_parser(sub) -> None:
     )
     p.add_argument(
         "--seeds",
-        type=bounded_int("--seeds", 2, 100_000),
+        type=bounded_int(
+            "--seeds", 2, 100_000, " (plan's --seeds is a count of instances, e.g. 400)"
+        ),
         default=plan.DEFAULT_SEEDS,
         help="instances simulated, seeds 0..N-1 (default %(default)s)",
     )
