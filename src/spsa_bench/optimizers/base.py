@@ -198,7 +198,8 @@ class OptimizerSpec:
                      use by :meth:`micro_reference`, so the table imports no reference
                      code); validation skips kinds without one
     micro_tolerance  the validation gate: largest relative gap allowed between the
-                     macro path and the micro const-mean path (1e-9 for an exact macro)
+                     macro path and the micro const-mean path beyond float rounding
+                     (1e-9 for an exact macro; spsa_bench.validation.gates)
     distribution     the distribution that registered the row ("" for the built-ins)
     """
 
