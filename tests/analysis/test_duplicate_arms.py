@@ -107,9 +107,20 @@ def test_ranks_and_profile_shown_once(benchmark):
     assert list(shown["arm"]) == [a for a in ranks["arm"] if a != "spsa-sweep-r_scale-1"]
     kept = ranks[ranks["arm"] != "spsa-sweep-r_scale-1"].reset_index(drop=True)
     pd.testing.assert_frame_equal(shown, kept)
-    # the twin ties with spsa: they share a rank, the half-rank the table keeps
+    # counted, the twin ties with spsa and pushes every arm it beats down one rank; the
+    # workflow ranks the distinct arms: ranks 1..n over the n arms shown
     tied = ranks.set_index("arm")["rank"]
     assert tied["spsa"] == tied["spsa-sweep-r_scale-1"]
+    distinct = ranking.rank_table(tables.without_duplicates(final, duplicates), n_boot=50)
+    assert set(distinct["arm"]) == set(shown["arm"])
+    n_scen = final.sizes["scenario"]
+    for _, one in distinct.groupby("batch_mode"):
+        assert one["rank"].sum() * n_scen == pytest.approx(n_scen * len(one) * (len(one) + 1) / 2)
+    for _, one in ranks.groupby("batch_mode"):  # with the twin: the sum of 1..n+1
+        assert one["rank"].sum() == pytest.approx(len(one) * (len(one) + 1) / 2)
+    behind = shown.set_index(["batch_mode", "arm"])["rank"]
+    ahead = distinct.set_index(["batch_mode", "arm"])["rank"]
+    assert (ahead <= behind).all() and (ahead < behind).any()
     profile = ranking.performance_profile(final, [1.0, 2.0])
     pruned = ranking.performance_profile(tables.without_duplicates(final, duplicates), [1.0, 2.0])
     # each shown arm's profile is the same with or without the repeat (same best arm)

@@ -31,8 +31,9 @@ with exit_on_read_error("ranking"):  # a refused or corrupt file: one line, exit
     budget = float(ds["pairs"].values[-1])
     cells = relaxation.relaxation_table(ds, curves=False)
     verdicts = relaxation.problem_verdicts(cells, snakemake.params.baseline, budget)
-    # an arm identical to another (a sweep's hand-set member) is computed with the others
-    # (the best arm, the ranks and their intervals count it) and shown once
+    # an arm identical to another (a sweep's hand-set member) is shown once; it is not
+    # another competitor, so the ranks leave it out (counted, it pushed every arm that
+    # lost to its twin down one rank: 12 arms shown with ranks up to 13)
     duplicates = tables.duplicate_arms(final, snakemake.params.baseline)
     profile = ranking.performance_profile(final, np.logspace(0, 3, 121))
     profile = tables.shown_once(profile, duplicates, "arm")
@@ -48,10 +49,11 @@ with exit_on_read_error("ranking"):  # a refused or corrupt file: one line, exit
         out.aggregated_ecdf,
         out.aggregated_ecdf_svg,
     )
-    ranks = tables.shown_once(ranking.rank_table(final, verdicts=verdicts), duplicates, "arm")
+    distinct = tables.without_duplicates(final, duplicates)
+    ranks = ranking.rank_table(distinct, verdicts=verdicts)
     ranks_md = ranking.rank_markdown(ranks)
     if duplicates:
-        counted = "the ranks and their intervals count both (a tie)"
+        counted = "the ranks leave the repeat out (it is not another competitor)"
         ranks_md += "\n" + tables.duplicates_note(duplicates, counted) + "\n"
     atomic_write(out.ranks, lambda tmp: ranks.to_csv(tmp, index=False))
     atomic_write(out.ranks_md, lambda tmp: Path(tmp).write_text(ranks_md))

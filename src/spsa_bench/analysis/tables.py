@@ -112,7 +112,10 @@ def without_duplicates(ds: xr.Dataset, duplicates) -> xr.Dataset:
 
 
 #: What the convergence table still counts of a repeated arm.
-HOLM_COUNTS_BOTH = "Holm's correction and the ranks count both (a tie)"
+HOLM_COUNTS_BOTH = (
+    "Holm's correction counts both (one more comparison: conservative); the ranks leave "
+    "the repeat out"
+)
 
 
 def duplicates_note(duplicates, counted: str) -> str:
