@@ -76,13 +76,15 @@ def test_ranked_and_not_ranked_comparisons_carry_their_numbers(tmp_path):
     assert f"- `tune-16-stc` / `sync`: **NOT RANKED**: {SHORT}." in text
     # the best arm: from the ranked comparison only (sf-sgd's 0.7 on tune-16-stc is not read)
     assert (
-        "`sf-sgd` has the lowest mean rank, 1 (95% bootstrap interval [1, 1.5]) over 1 ranked "
-        "scenario(s), mean final loss 0.25 Elo (`results/tables/ranks.csv`)" in text
+        "`sf-sgd` has the lowest mean rank, 1.00 (95% bootstrap interval [1.00, 1.50]) over 1 "
+        "ranked scenario, mean final loss 0.250 Elo; against `spsa` (the baseline) 2.00 "
+        "[1.50, 2.00]: the intervals overlap, not separated (`results/tables/ranks.csv`)" in text
     )
     assert (
-        "- `mixed` / `sync`: lowest mean final loss `sf-sgd`, 0.25 Elo [0.2, 0.3]; paired Δ vs "
-        "the baseline 0.25 Elo, 95% CI [0.1, 0.4] (excludes 0, and significant after Holm's "
-        "correction over the table), Holm p 0.01 (`results/tables/convergence.csv`)." in text
+        "- `mixed` / `sync`: lowest mean final loss `sf-sgd`, 0.250 Elo [0.200, 0.300] (next: "
+        "`spsa`, 0.500 Elo); paired Δ vs the baseline 0.250 Elo, 95% CI [0.100, 0.400] "
+        "(excludes 0, and significant after Holm's correction over the table), Holm p 0.010 "
+        "(`results/tables/convergence.csv`)." in text
     )
     assert "`tune-16-stc` / `sync`: lowest" not in text
 
@@ -121,7 +123,7 @@ def test_in_short_counts_and_names_what_the_sections_below_say(tmp_path):
         "- **Ranked**: 1 of 2 comparisons; NOT RANKED: `tune-16-stc` in every batch mode (the "
         "budget is below the reference arm's need)" in short
     )
-    assert "`sf-sgd` in every batch mode (1 in `sync`)" in short
+    assert "`sf-sgd` in every batch mode (1.00 in `sync`)" in short
     assert (
         "- **Against the baseline `spsa`**: in 1 of the 1 ranked comparisons the arm with the "
         "lowest mean final loss beats it after Holm's correction, in 0 it is not "
@@ -145,7 +147,7 @@ def test_in_short_counts_and_names_what_the_sections_below_say(tmp_path):
                               "ranks": pd.concat([ranks, more])})  # fmt: skip
     short = findings_markdown(read_tables(paths)).split("## In short", 1)[1].split("## ", 1)[0]
     assert "- **Ranked**: 3 of 4 comparisons; NOT RANKED: `tune-16-stc` in `sync` (" in short
-    assert "`sf-sgd` in `sync` (1); `spsa` in `async-fixed` (1)" in short
+    assert "`sf-sgd` in `sync` (1.00); `spsa` in `async-fixed` (1.00)" in short
     assert (
         "in 1 of the 3 ranked comparisons the arm with the lowest mean final loss beats it "
         "after Holm's correction, in 1 it is not distinguished from it, and in 1 the baseline "
@@ -171,10 +173,10 @@ def test_robust_settings_are_one_table_of_test_seed_losses_per_family_scenario(t
     text = findings_markdown(read_tables(_write(tmp_path, tables)))
     section = text.split("## Robust hyperparameters", 1)[1].split("\n## ", 1)[0]
     assert "| sweep | batch mode | robust setting | `mixed` | `calibrated` |" in section
-    assert "| `adam` | `sync` | lr=0.04 | 0.3 [0.29, 0.31] | 0.2 [0.19, 0.21] |" in section
+    assert "| `adam` | `sync` | lr=0.04 | 0.300 [0.290, 0.310] | 0.200 [0.190, 0.210] |" in section
     # a scenario outside the family is not a column; a sweep without a scenario shows –
-    assert "| `sf-sgd` | `sync` | lr=0.3 (*edge*) | 0.5 [0.49, 0.51] | – |" in section
-    assert "tune-16-stc" not in section and "9 [8.99, 9.01]" not in section
+    assert "| `sf-sgd` | `sync` | lr=0.3 (*edge*) | 0.500 [0.490, 0.510] | – |" in section
+    assert "tune-16-stc" not in section and "9.00 [8.99, 9.01]" not in section
     assert "lr=0.01" not in section
 
 
@@ -238,8 +240,8 @@ def test_cend_and_budget_answers_follow_their_budget_check(tmp_path):
     tables = {"convergence": _convergence(), "ranks": _ranks(), "cend": cend, "budget": budget}
     text = findings_markdown(read_tables(_write(tmp_path, tables)))
     assert (
-        "- c_end 1: lowest mean final loss `min-c2`, 1.5 Elo [1.3, 1.7], Δ vs the baseline "
-        "-0.5 Elo, 95% CI [-0.7, -0.3], Holm p 0.001 (`results/tables/cend.csv`)." in text
+        "- c_end 1: lowest mean final loss `min-c2`, 1.50 Elo [1.30, 1.70], Δ vs the baseline "
+        "-0.500 Elo, 95% CI [-0.700, -0.300], Holm p 0.0010 (`results/tables/cend.csv`)." in text
     )
     assert (
         "- `mixed` at 10,000 pairs: **NOT RANKED**, budget below need: the budget, 10,000 "
@@ -247,7 +249,7 @@ def test_cend_and_budget_answers_follow_their_budget_check(tmp_path):
     )
     assert (
         "- `mixed` at 30,000 pairs: lowest mean final loss `spsa-constant` (oracle, r_scale=3), "
-        "0.3 Elo [0.2, 0.4], Δ vs `spsa` -0.1 Elo, 95% CI [-0.15, -0.05]" in text
+        "0.300 Elo [0.200, 0.400], Δ vs `spsa` -0.100 Elo, 95% CI [-0.150, -0.0500]" in text
     )
     # a tie (the same runs under two names) is said, each arm's setting once
     tie = budget.copy()
@@ -258,13 +260,14 @@ def test_cend_and_budget_answers_follow_their_budget_check(tmp_path):
     text = findings_markdown(read_tables(_write(tmp_path, tables | {"budget": tie})))
     assert (
         "- `mixed` at 30,000 pairs: lowest mean final loss `spsa` (as configured), tied with "
-        "`spsa-constant` (oracle, r_scale=3), 0.3 Elo [0.3, 0.5], the same loss as "
+        "`spsa-constant` (oracle, r_scale=3), 0.300 Elo [0.300, 0.500], the same loss as "
         "`spsa-constant` on every seed (Δ 0)" in text
     )
     cend["ranked"] = False
     cend["shortfall"] = f"budget below need: {SHORT}"
     text = findings_markdown(read_tables(_write(tmp_path, tables | {"cend": cend})))
-    assert f"**NOT RANKED**, budget below need: {SHORT}; no winner is read" in text
+    assert f"budget below need: {SHORT}; no winner is read" in text
+    assert "**NOT RANKED** (the arms `classic` and `min-c2` at c_end 1, on the study's" in text
     assert "c_end 1: lowest" not in text
 
 
@@ -277,3 +280,92 @@ def test_markdown_html_renders_headings_lists_tables_and_escapes():
     assert "<p>A <em>b</em> and <strong>c</strong> <code>x&lt;y</code>.</p>" in page
     assert "<ul><li>one</li><li>two &lt;b&gt;</li></ul>" in page
     assert "<tr><th>a</th><th>b</th></tr>" in page and "<td><code>2</code></td>" in page
+
+
+def test_numbers_keep_three_significant_digits_and_p_values_two():
+    from spsa_bench.analysis.findings import _num, _p
+
+    # a mean is not shown coarser than its interval: trailing zeros stay
+    assert [_num(v) for v in (0.100029, 0.029981, 20.958, 4.0, 0.000895)] == [
+        "0.100", "0.0300", "21.0", "4.00", "0.000895",
+    ]  # fmt: skip
+    assert _num(1.2e-5) == "1.20e-05" and _num(0.0) == "0" and _num(float("inf")) == "∞"
+    assert [_p(v) for v in (0.561, 0.01, 6.7e-23, 1.0)] == ["0.56", "0.010", "< 0.001", "1.0"]
+
+
+def test_the_rank_leader_is_separated_only_when_the_intervals_do_not_overlap(tmp_path):
+    ranks = _ranks().assign(rank_low=[1.0, 1.8], rank_high=[1.4, 2.0])
+    text = findings_markdown(read_tables(_write(tmp_path, {"convergence": _convergence(),
+                                                           "ranks": ranks})))  # fmt: skip
+    assert "against `spsa` (the baseline) 2.00 [1.80, 2.00]: separated" in text
+
+
+def test_workers_name_the_first_failing_pool_and_warn_that_within_is_not_no_worse(tmp_path):
+    safe = _workers_safe().assign(first_failing=[50.0, None])
+    tables = {"convergence": _convergence(), "ranks": _ranks(), "workers_safe": safe}
+    text = findings_markdown(read_tables(_write(tmp_path, tables)))
+    assert "`spsa` 10 [fails at 50] (Δ vs sync at 200 workers 299 Elo)" in text
+    assert "Within the margin is not no worse" in text
+
+
+def test_the_robust_table_marks_losses_of_comparisons_the_budget_does_not_rank(tmp_path):
+    tuned = pd.DataFrame([
+        {"sweep": "adam", "batch_mode": "sync", "tuning": "robust", "scenario": s,
+         "arm": "adam-x", "setting": "lr=0.04", "at_edge": False, "in_family": True,
+         "loss_mean": 0.3, "loss_low": 0.2, "loss_high": 0.4}
+        for s in ("mixed", "tune-16-stc")
+    ])  # fmt: skip
+    tables = {"convergence": _convergence(), "ranks": _ranks(), "tuned": tuned}
+    text = findings_markdown(read_tables(_write(tmp_path, tables)))
+    assert "| `adam` | `sync` | lr=0.04 | 0.300 [0.200, 0.400] | 0.300 [0.200, 0.400] † |" in text
+    assert "† a comparison the budget does not rank" in text
+
+
+def test_budget_study_names_the_baseline_winner_and_the_next_arm_with_its_delta(tmp_path):
+    budget = pd.DataFrame(
+        {"scenario": ["mixed"] * 2, "budget": [30000] * 2, "arm": ["spsa-decay", "spsa-constant"],
+         "tuning": ["oracle"] * 2, "setting": ["r_scale=0.3", "r_scale=1"],
+         "loss_mean": [0.08, 0.12], "loss_low": [0.07, 0.11], "loss_high": [0.09, 0.13],
+         "baseline": ["spsa-decay"] * 2, "diff_mean": [None, 0.04], "diff_low": [None, 0.03],
+         "diff_high": [None, 0.05], "p_holm": [None, 2e-24], "ranked": [True, True],
+         "shortfall": ["", ""]}
+    )  # fmt: skip
+    tables = {"convergence": _convergence(), "ranks": _ranks(), "budget": budget}
+    text = findings_markdown(read_tables(_write(tmp_path, tables)))
+    assert (
+        "- `mixed` at 30,000 pairs: lowest mean final loss `spsa-decay` (oracle, r_scale=0.3), "
+        "0.0800 Elo [0.0700, 0.0900] (the baseline itself); next `spsa-constant` (oracle, "
+        "r_scale=1), 0.120 Elo, Δ vs `spsa-decay` 0.0400 Elo, 95% CI [0.0300, 0.0500], "
+        "Holm p < 0.001" in text
+    )
+    assert "*oracle*: its swept setting chosen for that scenario and budget" in text
+
+
+@pytest.mark.parametrize("ranked", [False, True])
+def test_the_framework_study_is_answered_only_where_ranked(tmp_path, ranked):
+    frameworks = pd.DataFrame(
+        {"arm": ["fishtest", "openbench"], "c_end": [2.0, 2.0], "loss_mean": [1.0, 0.9],
+         "loss_low": [0.9, 0.8], "loss_high": [1.1, 1.0], "diff_mean": [None, -0.1],
+         "diff_low": [None, -0.15], "diff_high": [None, -0.05], "p_holm": [None, 0.02],
+         "ranked": [ranked] * 2, "shortfall": ["" if ranked else f"budget below need: {SHORT}"] * 2}
+    )  # fmt: skip
+    tables = {"convergence": _convergence(), "ranks": _ranks(), "frameworks": frameworks}
+    text = findings_markdown(read_tables(_write(tmp_path, tables)))
+    section = text.split("## The framework study", 1)[1]
+    if ranked:
+        assert (
+            "- c_end 2: lowest mean final loss `openbench`, 0.900 Elo [0.800, 1.00], Δ vs the "
+            "reference -0.100 Elo, 95% CI [-0.150, -0.0500], Holm p 0.020" in section
+        )
+    else:
+        assert "**NOT RANKED** (the arms `fishtest` and `openbench` at c_end 2:" in section
+        assert "lowest" not in section
+
+
+def test_in_short_says_not_relaxed_when_that_is_why(tmp_path):
+    convergence = _convergence()
+    unranked = convergence["scenario"] == "tune-16-stc"
+    convergence.loc[unranked, "shortfall"] = "the mean loss of `spsa` has not relaxed (measured)"
+    text = findings_markdown(read_tables(_write(tmp_path, {"convergence": convergence,
+                                                           "ranks": _ranks()})))  # fmt: skip
+    assert "(the reference arm's loss has not relaxed within the budget)" in text

@@ -38,6 +38,7 @@ TABLES = {
     "workers_safe": "workers_safe.csv",
     "cend": "cend.csv",
     "budget": "budget_study.csv",
+    "frameworks": "frameworks.csv",
 }
 #: The tables every run has; the others are optional.
 REQUIRED = ("convergence", "ranks")
@@ -47,6 +48,7 @@ MISSING = {
     "workers_safe": "the configuration has no `workers_study` section",
     "cend": "the configuration has no `cend_study` section",
     "budget": "the configuration has no `budget_study` section",
+    "frameworks": "the configuration has no `framework_study` section",
 }
 
 
@@ -55,6 +57,7 @@ STUDY_TABLES = {
     "workers_study": ("workers_safe", "safe"),
     "cend_study": ("cend", "csv"),
     "budget_study": ("budget", "csv"),
+    "framework_study": ("frameworks", "csv"),
 }
 
 
@@ -93,8 +96,26 @@ def read_tables(paths: Mapping[str, str | Path | None]) -> dict[str, pd.DataFram
 
 
 def _num(value: float) -> str:
-    """A number as the tables' Markdown shows it: 3 significant digits."""
-    return "∞" if math.isinf(value) else ("–" if math.isnan(value) else f"{value:.3g}")
+    """A number to 3 significant digits, trailing zeros kept (0.100, not 0.1: a mean is
+    not shown coarser than its interval), in plain notation from 0.0001 to 99,999."""
+    if math.isinf(value):
+        return "∞"
+    if math.isnan(value):
+        return "–"
+    if value == 0:
+        return "0"
+    if 1e-4 <= abs(value) < 1e5:
+        decimals = max(0, 2 - math.floor(math.log10(abs(float(f"{value:.3g}")))))
+        return f"{value:.{decimals}f}"
+    return f"{value:.2e}"
+
+
+def _p(value: float) -> str:
+    """A p-value: 2 significant digits, and "< 0.001" below 0.001 (more digits of a
+    tail probability that far out would be false precision)."""
+    if math.isnan(value):
+        return "–"
+    return "< 0.001" if value < 1e-3 else f"{value:#.2g}".rstrip(".")
 
 
 def _ci(low: float, high: float) -> str:
@@ -200,7 +221,15 @@ def summary_section(convergence: pd.DataFrame, ranks: pd.DataFrame) -> list[str]
             else:
                 partly.append(f"`{scenario}` in " + _names([f"`{m}`" for m in lacking]))
         where = ([f"{_names(everywhere)} in every batch mode"] if everywhere else []) + partly
-        sentence += f"; NOT RANKED: {_names(where)} (the budget is below the reference arm's need)"
+        relax = unranked["shortfall"].astype(str).str.contains("has not relaxed")
+        why = (
+            "the budget is below the reference arm's need"
+            if not relax.any()
+            else "the reference arm's loss has not relaxed within the budget"
+            if relax.all()
+            else "the budget is below the reference arm's need, or its loss has not relaxed"
+        )
+        sentence += f"; NOT RANKED: {_names(where)} ({why})"
     lines.append(sentence + '; "Which comparisons are ranked" below.')
     top = ranks[ranks["n_scenarios"] > 0].dropna(subset=["rank"])
     leaders = {
@@ -235,32 +264,75 @@ def summary_section(convergence: pd.DataFrame, ranks: pd.DataFrame) -> list[str]
     return lines
 
 
+def _rank_against(top: pd.Series, group: pd.DataFrame, baselines) -> str:
+    """How the rank leader's interval sits against the baseline's (``baselines``: the
+    convergence table's baseline, one name) and the runner-up's: separated only when the
+    intervals do not overlap."""
+    parts = []
+    others = group[group["arm"] != top["arm"]].sort_values("rank", kind="stable")
+    base = others[others["arm"].isin(list(baselines))]
+    if len(baselines) == 1 and len(base):
+        row = base.iloc[0]
+        apart = top["rank_high"] < row["rank_low"]
+        parts.append(
+            f"`{row['arm']}` (the baseline) {_num(row['rank'])} "
+            f"{_ci(row['rank_low'], row['rank_high'])}: "
+            + ("separated" if apart else "the intervals overlap, not separated")
+        )
+    if len(others):
+        row = others.iloc[0]
+        if not len(base) or row["arm"] != base.iloc[0]["arm"]:
+            apart = top["rank_high"] < row["rank_low"]
+            parts.append(
+                f"next `{row['arm']}` {_num(row['rank'])} {_ci(row['rank_low'], row['rank_high'])}"
+                + ("" if apart else ", overlapping")
+            )
+    return f"; against {'; '.join(parts)}" if parts else ""
+
+
+def _runner_up(cells: pd.DataFrame, best: pd.Series) -> str:
+    """The arm with the next-lowest mean final loss in a comparison, for scale."""
+    rest = cells[cells["optimizer"] != best["optimizer"]].sort_values(
+        "final_loss_mean", kind="stable"
+    )
+    if not len(rest):
+        return ""
+    row = rest.iloc[0]
+    return f" (next: `{row['optimizer']}`, {_num(row['final_loss_mean'])} Elo)"
+
+
 def best_section(convergence: pd.DataFrame, ranks: pd.DataFrame) -> list[str]:
     """The best arm per batch mode (mean rank) and per ranked comparison (paired Δ)."""
     lines = ["## The best arms (ranked comparisons only)", ""]
     ranked_ranks = ranks[ranks["n_scenarios"] > 0].dropna(subset=["rank"])
+    baselines = convergence.loc[convergence["diff_elo_ci_low"].isna(), "optimizer"].unique()
     for mode, group in ranked_ranks.groupby("batch_mode", sort=False):
         top = group.sort_values("rank").iloc[0]
+        n = int(top["n_scenarios"])
         lines.append(
             f"- `{mode}`: `{top['arm']}` has the lowest mean rank, {_num(top['rank'])} "
             f"(95% bootstrap interval {_ci(top['rank_low'], top['rank_high'])}) over "
-            f"{int(top['n_scenarios'])} ranked scenario(s), mean final loss "
-            f"{_num(top['mean_final_loss'])} Elo {_source(TABLES['ranks'])}."
+            f"{n} ranked scenario{'' if n == 1 else 's'}, mean final loss "
+            f"{_num(top['mean_final_loss'])} Elo"
+            f"{_rank_against(top, group, baselines)} {_source(TABLES['ranks'])}."
         )
     for (scenario, mode), best in _ranked_bests(convergence):
+        cells = convergence[
+            (convergence["scenario"] == scenario) & (convergence["batch_mode"] == mode)
+        ]
+        own = pd.isna(best["diff_elo_ci_low"])
         sentence = (
-            f"- `{scenario}` / `{mode}`: lowest mean final loss `{best['optimizer']}`, "
-            f"{_num(best['final_loss_mean'])} Elo "
+            f"- `{scenario}` / `{mode}`: lowest mean final loss `{best['optimizer']}`"
+            f"{' (the baseline itself)' if own else ''}, {_num(best['final_loss_mean'])} Elo "
             f"{_ci(best['final_loss_ci_low'], best['final_loss_ci_high'])}"
+            f"{_runner_up(cells, best)}"
         )
-        if pd.isna(best["diff_elo_ci_low"]):
-            sentence += " (the baseline itself)"
-        else:
+        if not own:
             low, high = best["diff_elo_ci_low"], best["diff_elo_ci_high"]
             verdict = _delta_verdict(low, high, best)
             sentence += (
                 f"; paired Δ vs the baseline {_num(best['diff_elo_mean'])} Elo, 95% CI "
-                f"{_ci(low, high)} ({verdict}), Holm p {_num(best['p_holm'])}"
+                f"{_ci(low, high)} ({verdict}), Holm p {_p(best['p_holm'])}"
             )
         lines.append(sentence + f" {_source(TABLES['convergence'])}.")
     if len(lines) == 2:
@@ -271,10 +343,16 @@ def best_section(convergence: pd.DataFrame, ranks: pd.DataFrame) -> list[str]:
     return lines
 
 
-def tuned_section(tuned: pd.DataFrame | None) -> list[str]:
+def tuned_section(tuned: pd.DataFrame | None, convergence: pd.DataFrame | None = None) -> list[str]:
     """Each sweep's robust setting per batch mode, with its losses on the test seeds in
-    the tuning family's scenarios: one table, a row per sweep and batch mode."""
+    the tuning family's scenarios: one table, a row per sweep and batch mode; a loss in
+    a comparison the budget does not rank (``convergence``) is marked †."""
     lines = ["## Robust hyperparameters", ""]
+    unranked: set[tuple[str, str]] = set()
+    if convergence is not None:
+        cells = convergence.drop_duplicates(["scenario", "batch_mode"])
+        cells = cells[~_truthy(cells["ranked"])]
+        unranked = set(zip(cells["scenario"], cells["batch_mode"], strict=True))
     if tuned is None:
         return [*lines, f"Not run: {MISSING['tuned']}."]
     robust = tuned[tuned["tuning"] == "robust"]
@@ -294,12 +372,22 @@ def tuned_section(tuned: pd.DataFrame | None) -> list[str]:
         edge = " (*edge*)" if str(first["at_edge"]).lower() == "true" else ""
         by_scenario = {r.scenario: r for r in rows[_truthy(rows["in_family"])].itertuples()}
         losses = [
-            f"{_num(r.loss_mean)} {_ci(r.loss_low, r.loss_high)}" if r is not None else "–"
-            for r in (by_scenario.get(name) for name in scenarios)
+            f"{_num(r.loss_mean)} {_ci(r.loss_low, r.loss_high)}"
+            + (" †" if (name, mode) in unranked else "")
+            if r is not None
+            else "–"
+            for name, r in ((name, by_scenario.get(name)) for name in scenarios)
         ]
         lines.append(
             f"| `{sweep}` | `{mode}` | {first['setting']}{edge} | " + " | ".join(losses) + " |"
         )
+    if any(key in unranked for key in ((sc, m) for sc in scenarios for m in robust["batch_mode"])):
+        lines += [
+            "",
+            '† a comparison the budget does not rank ("Which comparisons are ranked"): its '
+            "loss is shown, and it counts in the robust choice as the tuning family says, but "
+            "no arm is ranked on it.",
+        ]
     return lines
 
 
@@ -312,8 +400,11 @@ def workers_section(safe: pd.DataFrame | None) -> list[str]:
     if _truthy(safe["ranked"]).any():
         lines += [
             "An arm's safe concurrency W: every tested pool of up to W workers ends within the "
-            "study's margin of a synchronous tune of the same games; *none*: even the smallest "
-            "pool tested fails (the margin and the reading: `results/tables/workers.md`).",
+            "study's margin of a synchronous tune of the same games (the upper end of the 95% "
+            "interval of its paired Δ vs sync at most the margin); *none*: even the smallest "
+            "pool tested fails; in brackets the smallest pool that fails. Within the margin is "
+            "not no worse: a pool inside it can still end measurably worse than sync (the "
+            "margin, the pools tested and each pool's Δ: `results/tables/workers.md`).",
             "",
         ]
     for scenario, rows in safe.groupby("scenario", sort=False):
@@ -325,11 +416,25 @@ def workers_section(safe: pd.DataFrame | None) -> list[str]:
             )
             continue
         arms = "; ".join(
-            f"`{r.arm}` {r.safe} (Δ vs sync at {r.max_workers} workers {_num(r.diff_at_max)} Elo)"
+            f"`{r.arm}` {r.safe}{_first_failing(r)} (Δ vs sync at {r.max_workers} workers "
+            f"{_num(r.diff_at_max)} Elo)"
             for r in rows.itertuples(index=False)
         )
         lines.append(f"- `{scenario}`: safe concurrency {arms} {src}.")
     return lines
+
+
+def _first_failing(row) -> str:
+    """`` [fails at 50]``: the smallest tested pool outside the margin, if any."""
+    failing = getattr(row, "first_failing", float("nan"))
+    return "" if pd.isna(failing) else f" [fails at {int(failing)}]"
+
+
+def _arms_and_c_ends(table: pd.DataFrame) -> str:
+    """``the arms `a`, `b` at c_end 0.25 and 2`` of a c_end or framework study table."""
+    arms = _names([f"`{a}`" for a in dict.fromkeys(table["arm"])])
+    c_ends = _names([f"{c:g}" for c in sorted(set(table["c_end"]))])
+    return f"the arms {arms} at c_end {c_ends}"
 
 
 def cend_section(cend: pd.DataFrame | None) -> list[str]:
@@ -339,7 +444,11 @@ def cend_section(cend: pd.DataFrame | None) -> list[str]:
         return [*lines, f"Not run: {MISSING['cend']}."]
     src = _source(TABLES["cend"])
     if str(cend["ranked"].iloc[0]).lower() != "true":
-        return [*lines, f"**NOT RANKED**, {cend['shortfall'].iloc[0]}; no winner is read {src}."]
+        return [
+            *lines,
+            f"**NOT RANKED** ({_arms_and_c_ends(cend)}, on the study's tune scenario: "
+            f"`results/tables/cend.md`), {cend['shortfall'].iloc[0]}; no winner is read {src}.",
+        ]
     for c_end, rows in cend.groupby("c_end", sort=True):
         best = rows.sort_values("loss_mean").iloc[0]
         sentence = f"- c_end {c_end:g}: lowest mean final loss `{best['arm']}`, " + (
@@ -348,7 +457,7 @@ def cend_section(cend: pd.DataFrame | None) -> list[str]:
         if not pd.isna(best["diff_low"]):
             sentence += (
                 f", Δ vs the baseline {_num(best['diff_mean'])} Elo, 95% CI "
-                f"{_ci(best['diff_low'], best['diff_high'])}, Holm p {_num(best['p_holm'])}"
+                f"{_ci(best['diff_low'], best['diff_high'])}, Holm p {_p(best['p_holm'])}"
             )
         lines.append(f"{sentence} {src}.")
     return lines
@@ -361,6 +470,14 @@ def budget_section(budget: pd.DataFrame | None) -> list[str]:
     if budget is None:
         return [*lines, f"Not run: {MISSING['budget']}."]
     src = _source(TABLES["budget"])
+    lines += [
+        "Per scenario and budget, the arm with the lowest mean final loss. *As configured*: "
+        "the arm's own settings; *oracle*: its swept setting chosen for that scenario and "
+        "budget on the tuning seeds (the robust choices, one setting across the scenarios, "
+        "are in the table). Δ: paired, vs the study's baseline, negative when an arm loses "
+        "less.",
+        "",
+    ]
     shown = budget[budget["tuning"] != "robust"]
     for (scenario, pairs), rows in shown.groupby(["scenario", "budget"], sort=False):
         cell = f"`{scenario}` at {int(pairs):,} pairs"
@@ -385,6 +502,50 @@ def budget_section(budget: pd.DataFrame | None) -> list[str]:
                     f", Δ vs `{best['baseline']}` {_num(best['diff_mean'])} Elo, 95% CI "
                     f"{_ci(best['diff_low'], best['diff_high'])}"
                 )
+        else:
+            sentence += " (the baseline itself)"
+        rival = ordered[
+            (ordered["loss_mean"] > best["loss_mean"]) & ordered["diff_low"].notna()
+            & ~((ordered["diff_low"] == 0) & (ordered["diff_high"] == 0))
+        ]  # fmt: skip
+        if len(rival):
+            other = rival.iloc[0]
+            sentence += (
+                f"; next {_budget_arm(other)}, {_num(other['loss_mean'])} Elo, Δ vs "
+                f"`{other['baseline']}` {_num(other['diff_mean'])} Elo, 95% CI "
+                f"{_ci(other['diff_low'], other['diff_high'])}, Holm p {_p(other['p_holm'])}"
+            )
+        lines.append(f"{sentence} {src}.")
+    return lines
+
+
+def frameworks_section(frameworks: pd.DataFrame | None) -> list[str]:
+    """The framework study's answer, only where its budget check ranks it: per c_end the
+    rule or framework with the lowest loss and its Δ vs the study's reference arm."""
+    lines = ["## The framework study (Fishtest's SPSA beside OpenBench's)", ""]
+    if frameworks is None:
+        return [*lines, f"Not run: {MISSING['frameworks']}."]
+    src = _source(TABLES["frameworks"])
+    ranked = frameworks[_truthy(frameworks["ranked"])]
+    if not len(ranked):
+        return [
+            *lines,
+            f"**NOT RANKED** ({_arms_and_c_ends(frameworks)}: `results/tables/frameworks.md`), "
+            f"{frameworks['shortfall'].iloc[0]}; no framework or rule is read as better {src}.",
+        ]
+    for c_end, rows in ranked.groupby("c_end", sort=True):
+        best = rows.sort_values("loss_mean", kind="stable").iloc[0]
+        sentence = (
+            f"- c_end {c_end:g}: lowest mean final loss `{best['arm']}`, "
+            f"{_num(best['loss_mean'])} Elo {_ci(best['loss_low'], best['loss_high'])}"
+        )
+        if not pd.isna(best["diff_low"]):
+            sentence += (
+                f", Δ vs the reference {_num(best['diff_mean'])} Elo, 95% CI "
+                f"{_ci(best['diff_low'], best['diff_high'])}, Holm p {_p(best['p_holm'])}"
+            )
+        else:
+            sentence += " (the reference itself)"
         lines.append(f"{sentence} {src}.")
     return lines
 
@@ -406,10 +567,11 @@ def findings_markdown(tables: Mapping[str, pd.DataFrame | None]) -> str:
         summary_section(convergence, tables["ranks"]),
         ranking_section(convergence),
         best_section(convergence, tables["ranks"]),
-        tuned_section(tables.get("tuned")),
+        tuned_section(tables.get("tuned"), convergence),
         workers_section(tables.get("workers_safe")),
         cend_section(tables.get("cend")),
         budget_section(tables.get("budget")),
+        frameworks_section(tables.get("frameworks")),
     ]
     head = [
         "# Findings of this run",
