@@ -160,3 +160,32 @@ def test_budget_study_marks_only_the_budgets_below_need():
     text = budget_markdown(table, ds)
     assert "| dev-underestimates | 2,000 (NOT RANKED) |" in text
     assert f"| dev-underestimates | {BUDGET:,} |" in text
+
+
+def test_the_budget_studys_need_is_the_reference_arms_at_each_budget():
+    """A decaying arm's gains are laid out over its budget, so its need depends on the
+    budget it runs at: each budget's row carries the need at that budget (read at the
+    study's first budget, tune-16-stc's need once differed from the main tables')."""
+    from spsa_bench.analysis.budget import budget_table
+    from spsa_bench.analysis.relaxation import config_at_budget
+    from spsa_bench.config.sections.budget import parse
+    from spsa_bench.studies.budget import run_budget_study
+
+    raw = small_config_dict(num_pairs=BUDGET)
+    raw["budget_study"] = {
+        "num_pairs": [2_000, BUDGET],
+        "batch_mode": "sync",
+        "scenarios": ["tune-16-stc"],
+        "tuning_seeds": {"first": 100, "count": 2},
+        "arms": {"spsa": None},
+    }
+    config = resolve(raw)
+    table = budget_table(run_budget_study(config, parse(config), range(3)))
+    needs = {
+        budget: _need(config_at_budget(config, budget), "tune-16-stc", range(3))
+        for budget in (2_000, BUDGET)
+    }
+    assert needs[2_000] != needs[BUDGET]  # the case this is about
+    assert needs[BUDGET] == _need(config, "tune-16-stc", range(3))  # the grid's, at its budget
+    for budget, rows in table.groupby("budget"):
+        np.testing.assert_array_equal(rows["need_pairs"], needs[int(budget)])

@@ -34,6 +34,7 @@ measured relaxation was reached; otherwise it is NOT RANKED and the shortfall is
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 
@@ -359,26 +360,43 @@ def reference_need(config, scenario: str, seeds) -> tuple[str, float]:
     return config.baseline, math.nan
 
 
+def config_at_budget(config, num_pairs: int):
+    """``config`` with a budget of ``num_pairs`` pairs (itself when it has that budget): a
+    decaying arm's gains are laid out over the budget, so its predicted need depends on
+    it (the budget study's ``tune-16-stc`` need was 657,926 pairs when read at its first
+    budget, 10,000, against 676,552 at the grid's 30,000)."""
+    if int(config.num_pairs) == int(num_pairs):
+        return config
+    from spsa_bench.config.resolution import resolve_core
+
+    raw = copy.deepcopy(dict(config.resolved))
+    raw.pop("games", None)
+    raw["num_pairs"] = int(num_pairs)
+    return resolve_core(raw)
+
+
 def study_verdicts(ds: xr.Dataset, cells) -> pd.DataFrame:
     """The budget check of a study's comparisons: one row per ``(scenario, budget)`` of
     ``cells`` (columns :data:`STUDY_VERDICT_COLUMNS`), NOT RANKED (``ranked`` False, the
     ``shortfall`` starting with :data:`BELOW_NEED`) when the budget is below the reference
     arm's predicted need (rule (a) of the module docstring; a study records final losses
     only, so rule (b) does not apply). The grid and the seeds are those the study's dataset
-    records (its ``config`` attribute and ``seed`` coordinate); a dataset that records no
+    records (its ``config`` attribute and ``seed`` coordinate), the need that of the
+    reference arm run at each row's budget (:func:`config_at_budget`); a dataset that records no
     configuration cannot be checked: every row ranked, ``reference`` empty, need NaN."""
     if "config" not in ds.attrs:  # nothing to check against: every row unchecked
         rows = [(str(s), int(b), "", math.nan, math.nan, True, "") for s, b in cells]
         return pd.DataFrame(rows, columns=STUDY_VERDICT_COLUMNS)
     config = benchmark_config(ds)
     seeds = ds["seed"].values
-    needs: dict[str, tuple[str, float]] = {}
+    needs: dict[tuple[str, int], tuple[str, float]] = {}
     rows = []
     for scenario, budget in cells:
         scenario, budget = str(scenario), float(budget)
-        if scenario not in needs:
-            needs[scenario] = reference_need(config, scenario, seeds)
-        arm, need = needs[scenario]
+        key = (scenario, int(budget))
+        if key not in needs:  # the reference arm as run at this budget (its gains follow it)
+            needs[key] = reference_need(config_at_budget(config, int(budget)), scenario, seeds)
+        arm, need = needs[key]
         short = budget_shortfall(budget, need, arm)
         rows.append(
             {
