@@ -128,8 +128,18 @@ BAD = [
         ("--optimizer = 'newton'", "not an arm, sweep or optimizer kind"),
         ("--optimizer", "newton"),
     ),
-    Bad("unknown-batch-mode-flag", None, ("unknown batch mode 'warp'",), ("--batch-mode", "warp")),
-    Bad("unknown-scenario-flag", None, ("unknown scenario 'moon'",), ("--scenario", "moon")),
+    Bad(
+        "unknown-batch-mode-flag",
+        None,
+        ("--batch-mode = 'warp': not a batch mode of this config",),
+        ("--batch-mode", "warp"),
+    ),
+    Bad(
+        "unknown-scenario-flag",
+        None,
+        ("--scenario = 'moon': not a scenario of this config",),
+        ("--scenario", "moon"),
+    ),
     Bad(
         "unknown-optimizer-kind",
         setting("optimizers", "mine", {"kind": "newton"}),
@@ -271,7 +281,12 @@ BAD = [
         renaming("scenarios", "mixed", "mixed\n"),
         ('scenarios: name "mixed\\n"',),
     ),
-    Bad("scenario-flag-path", None, ("unknown scenario '../x'",), ("--scenario", "../x")),
+    Bad(
+        "scenario-flag-path",
+        None,
+        ("--scenario = '../x': not a scenario of this config",),
+        ("--scenario", "../x"),
+    ),
     # learning rates and betas
     Bad(
         "lr-negative",

@@ -102,7 +102,10 @@ def test_the_noise_command_prints_the_preset_and_the_logistic_score():
     for row in rows:
         assert row["score"] == pytest.approx(1 / (1 + 10 ** (-row["elo"] / 400)), abs=1e-9)
         assert sum(row["probabilities"].values()) == pytest.approx(1.0, abs=1e-12)
-        assert set(row) == {"elo", "probabilities", "score", "draw_rate", "sigma2", "correlation"}
+        assert set(row) == {
+            "elo", "probabilities", "score", "draw_rate", "sigma2", "correlation", "modelled_elo",
+        }  # fmt: skip
+        assert row["modelled_elo"] == row["elo"]  # within +-599: the model at the Elo asked
     assert rows[1]["draw_rate"] < rows[0]["draw_rate"]
     text = _cli("--draw-rate", "0.6", "--sigma2", "0.45", "--elo", "10")
     assert text.returncode == 0 and "custom" in text.stdout and "10.00" in text.stdout
