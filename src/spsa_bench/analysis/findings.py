@@ -340,7 +340,15 @@ def best_section(convergence: pd.DataFrame, ranks: pd.DataFrame) -> list[str]:
             "No comparison is ranked (the section above says why), so no arm is named best "
             f"{_source(TABLES['convergence'])}."
         )
-    return lines
+        return lines
+    intro = (
+        "Per batch mode the lowest mean rank over the ranked scenarios; per comparison the "
+        "arm with the lowest mean final loss, picked from every arm (each sweep setting "
+        "included) on the seeds it is measured on, so its loss is biased low (a winner's "
+        "curse: `results/tables/tuned.csv` picks on held-out seeds instead); the next arm is "
+        "named beside it for scale."
+    )
+    return [*lines[:2], intro, "", *lines[2:]]
 
 
 def tuned_section(tuned: pd.DataFrame | None, convergence: pd.DataFrame | None = None) -> list[str]:
