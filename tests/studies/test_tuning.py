@@ -220,6 +220,11 @@ def test_the_tune_command_writes_its_outputs(tmp_path):
     assert main([*args, "--output-dir", str(out), "--quiet"]) == 0
     assert {p.name for p in out.iterdir()} == {"tuning.nc", "tuned.csv", "tuned.md"}
     assert "Held out" in (out / "tuned.md").read_text()
+    # its files there again: refused unless --force, nothing touched
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    assert main([*args, "--output-dir", str(out), "--quiet"]) == 2
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    assert main([*args, "--output-dir", str(out), "--quiet", "--force"]) == 0
     del raw["tuning"]
     config.write_text(yaml.safe_dump(raw))
     assert main([*args, "--output-dir", str(out), "--quiet"]) == 2

@@ -24,6 +24,7 @@ import sys
 from pathlib import Path
 
 from spsa_bench.cli.common import add_config, load
+from spsa_bench.cli.overwrite import add_force_dir, refuse_existing_files
 
 OUTPUTS = ("tuning.nc", "tuned.csv", "tuned.md")
 
@@ -41,6 +42,7 @@ def add_parser(sub) -> None:
         help="the benchmark's results on the test seeds (default: results/benchmark.nc)",
     )
     p.add_argument("--output-dir", required=True, help=f"directory for {', '.join(OUTPUTS)}")
+    add_force_dir(p)
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     p.set_defaults(func=run)
 
@@ -55,6 +57,7 @@ def run(args: argparse.Namespace) -> int:
     if settings is None:
         raise ConfigError("tuning: this configuration has none (see docs/benchmark.md)")
     paths = output_paths(args.output_dir, inputs=(args.config, args.benchmark))
+    refuse_existing_files(paths, args.force)
     benchmark = checked_benchmark(args.benchmark, settings)
     ds = run_tuning(config, settings, progress=None if args.quiet else print_progress)
     paths = write_tuned(ds, benchmark, settings.baseline_sweep, paths)
