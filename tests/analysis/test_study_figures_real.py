@@ -44,6 +44,10 @@ def test_cend_figure_draws_every_arm_at_every_c_end():
         np.testing.assert_allclose(line.get_xdata(), [0.5, 1, 2])
         np.testing.assert_allclose(line.get_ydata(), rows["loss_mean"])
         assert np.isfinite(line.get_ydata()).all()
+    # the loss bands stop at 0 (a loss is never negative), though 3 seeds' intervals do not
+    bands = [p.get_paths()[0].vertices[:, 1] for p in left.collections]
+    assert len(bands) == len(arms) and min(float(b.min()) for b in bands) >= 0.0
+    assert (table["loss_low"] < 0).any()
     plt.close(fig)
 
 

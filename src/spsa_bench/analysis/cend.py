@@ -155,9 +155,11 @@ def cend_figure(ds: xr.Dataset):
         rows = table[table["arm"] == arm]
         colour = palette[arm]
         left.plot(rows["c_end"], rows["loss_mean"], marker="o", color=colour, label=arm)
+        # a loss cannot be negative: a normal interval of few seeds reaching below 0 is cut
         left.fill_between(
-            rows["c_end"], rows["loss_low"], rows["loss_high"], color=colour, alpha=0.2
-        )
+            rows["c_end"], np.maximum(rows["loss_low"], 0.0), rows["loss_high"], color=colour,
+            alpha=0.2,
+        )  # fmt: skip
         if arm != baseline:
             right.plot(rows["c_end"], rows["diff_mean"], marker="o", color=colour, label=arm)
             right.fill_between(
