@@ -369,3 +369,27 @@ def test_in_short_says_not_relaxed_when_that_is_why(tmp_path):
     text = findings_markdown(read_tables(_write(tmp_path, {"convergence": convergence,
                                                            "ranks": _ranks()})))  # fmt: skip
     assert "(the reference arm's loss has not relaxed within the budget)" in text
+
+
+def test_budget_study_gives_the_robust_choice_and_says_what_it_was_chosen_on(tmp_path):
+    rows = []
+    for scenario, ranked in (("mixed", True), ("tune-16-stc", False)):
+        for arm, tuning, loss, diff in (
+            ("spsa-decay", "oracle", 0.03, None),
+            ("spsa-decay", "robust", 0.0731, None),
+            ("spsa-constant", "robust", 0.0719, -0.00115),
+        ):
+            rows.append({"scenario": scenario, "budget": 300000, "arm": arm, "tuning": tuning,
+                         "setting": "r_scale=0.3", "loss_mean": loss, "loss_low": loss - 0.01,
+                         "loss_high": loss + 0.01, "baseline": "spsa-decay", "diff_mean": diff,
+                         "diff_low": None if diff is None else -0.0017,
+                         "diff_high": None if diff is None else -0.0006,
+                         "p_holm": None if diff is None else 6.7e-4, "ranked": ranked,
+                         "shortfall": "" if ranked else f"budget below need: {SHORT}"})  # fmt: skip
+    tables = {"convergence": _convergence(), "ranks": _ranks(), "budget": pd.DataFrame(rows)}
+    text = findings_markdown(read_tables(_write(tmp_path, tables)))
+    assert (
+        "; robust (one setting chosen across the study's scenarios, NOT RANKED ones included): "
+        "lowest `spsa-constant` (robust, r_scale=0.3), 0.0719 Elo, Δ vs `spsa-decay` -0.00115 "
+        "Elo, 95% CI [-0.00170, -0.000600], Holm p < 0.001" in text
+    )

@@ -523,8 +523,34 @@ def budget_section(budget: pd.DataFrame | None) -> list[str]:
                 f"`{other['baseline']}` {_num(other['diff_mean'])} Elo, 95% CI "
                 f"{_ci(other['diff_low'], other['diff_high'])}, Holm p {_p(other['p_holm'])}"
             )
+        sentence += _robust_choice(budget, scenario, pairs)
         lines.append(f"{sentence} {src}.")
     return lines
+
+
+def _robust_choice(budget: pd.DataFrame, scenario: str, pairs) -> str:
+    """``; robust ...``: the lowest-loss arm of a budget cell among the robust choices
+    (one setting for every scenario), with its Δ vs the baseline's robust choice."""
+    robust = budget[
+        (budget["scenario"] == scenario) & (budget["budget"] == pairs)
+        & (budget["tuning"] == "robust")
+    ].sort_values("loss_mean", kind="stable")  # fmt: skip
+    if not len(robust):
+        return ""
+    best = robust.iloc[0]
+    chosen_on = budget[budget["budget"] == pairs]
+    across = (
+        "one setting chosen across the study's scenarios, NOT RANKED ones included"
+        if not _truthy(chosen_on["ranked"]).all()
+        else "one setting for every scenario"
+    )
+    text = f"; robust ({across}): lowest {_budget_arm(best)}, {_num(best['loss_mean'])} Elo"
+    if pd.isna(best["diff_low"]):
+        return text + " (the baseline's)"
+    return text + (
+        f", Δ vs `{best['baseline']}` {_num(best['diff_mean'])} Elo, 95% CI "
+        f"{_ci(best['diff_low'], best['diff_high'])}, Holm p {_p(best['p_holm'])}"
+    )
 
 
 def frameworks_section(frameworks: pd.DataFrame | None) -> list[str]:
