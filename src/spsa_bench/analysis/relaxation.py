@@ -34,7 +34,6 @@ measured relaxation was reached; otherwise it is NOT RANKED and the shortfall is
 
 from __future__ import annotations
 
-import copy
 import json
 import math
 
@@ -361,18 +360,16 @@ def reference_need(config, scenario: str, seeds) -> tuple[str, float]:
 
 
 def config_at_budget(config, num_pairs: int):
-    """``config`` with a budget of ``num_pairs`` pairs (itself when it has that budget): a
+    """``config`` with a budget of ``num_pairs`` pairs (itself when it has that budget;
+    :func:`spsa_bench.studies.budget.budget_config`, as the budget study runs it): a
     decaying arm's gains are laid out over the budget, so its predicted need depends on
     it (the budget study's ``tune-16-stc`` need was 657,926 pairs when read at its first
     budget, 10,000, against 676,552 at the grid's 30,000)."""
     if int(config.num_pairs) == int(num_pairs):
         return config
-    from spsa_bench.config.resolution import resolve_core
+    from spsa_bench.studies.budget import budget_config
 
-    raw = copy.deepcopy(dict(config.resolved))
-    raw.pop("games", None)
-    raw["num_pairs"] = int(num_pairs)
-    return resolve_core(raw)
+    return budget_config(config, num_pairs)
 
 
 def study_verdicts(ds: xr.Dataset, cells) -> pd.DataFrame:
