@@ -133,8 +133,9 @@ def test_cend_below_need_is_not_ranked_and_the_losses_are_unchanged():
     assert "no winner is read from it" in text
 
 
-def test_budget_study_marks_only_the_budgets_below_need():
-    from spsa_bench.analysis.budget import budget_markdown, budget_table
+def _budget_run(scenario: str, arms: dict):
+    """``(config, dataset)`` of a budget study at 2,000 and :data:`BUDGET` pairs on one
+    scenario, 3 seeds."""
     from spsa_bench.config.sections.budget import parse
     from spsa_bench.studies.budget import run_budget_study
 
@@ -142,12 +143,18 @@ def test_budget_study_marks_only_the_budgets_below_need():
     raw["budget_study"] = {
         "num_pairs": [2_000, BUDGET],
         "batch_mode": "sync",
-        "scenarios": ["dev-underestimates"],
+        "scenarios": [scenario],
         "tuning_seeds": {"first": 100, "count": 2},
-        "arms": {"spsa": None, "spsa-cwd": None},
+        "arms": arms,
     }
     config = resolve(raw)
-    ds = run_budget_study(config, parse(config), range(3))
+    return config, run_budget_study(config, parse(config), range(3))
+
+
+def test_budget_study_marks_only_the_budgets_below_need():
+    from spsa_bench.analysis.budget import budget_markdown, budget_table
+
+    config, ds = _budget_run("dev-underestimates", {"spsa": None, "spsa-cwd": None})
     need = _need(config, "dev-underestimates", range(3))
     table = budget_table(ds)
     small, large = table[table["budget"] == 2_000], table[table["budget"] == BUDGET]
@@ -168,19 +175,9 @@ def test_the_budget_studys_need_is_the_reference_arms_at_each_budget():
     study's first budget, tune-16-stc's need once differed from the main tables')."""
     from spsa_bench.analysis.budget import budget_table
     from spsa_bench.analysis.relaxation import config_at_budget
-    from spsa_bench.config.sections.budget import parse
-    from spsa_bench.studies.budget import run_budget_study
 
-    raw = small_config_dict(num_pairs=BUDGET)
-    raw["budget_study"] = {
-        "num_pairs": [2_000, BUDGET],
-        "batch_mode": "sync",
-        "scenarios": ["tune-16-stc"],
-        "tuning_seeds": {"first": 100, "count": 2},
-        "arms": {"spsa": None},
-    }
-    config = resolve(raw)
-    table = budget_table(run_budget_study(config, parse(config), range(3)))
+    config, ds = _budget_run("tune-16-stc", {"spsa": None})
+    table = budget_table(ds)
     needs = {
         budget: _need(config_at_budget(config, budget), "tune-16-stc", range(3))
         for budget in (2_000, BUDGET)

@@ -375,6 +375,7 @@ def tuned_section(tuned: pd.DataFrame | None, convergence: pd.DataFrame | None =
         "| sweep | batch mode | robust setting | " + " | ".join(f"`{s}`" for s in scenarios) + " |",
         "|---|---|---|" + "---:|" * len(scenarios),
     ]
+    marked = False
     for (sweep, mode), rows in robust.groupby(["sweep", "batch_mode"], sort=False):
         first = rows.iloc[0]
         edge = " (*edge*)" if str(first["at_edge"]).lower() == "true" else ""
@@ -386,10 +387,11 @@ def tuned_section(tuned: pd.DataFrame | None, convergence: pd.DataFrame | None =
             else "–"
             for name, r in ((name, by_scenario.get(name)) for name in scenarios)
         ]
+        marked |= any(loss.endswith(" †") for loss in losses)
         lines.append(
             f"| `{sweep}` | `{mode}` | {first['setting']}{edge} | " + " | ".join(losses) + " |"
         )
-    if any(key in unranked for key in ((sc, m) for sc in scenarios for m in robust["batch_mode"])):
+    if marked:
         lines += [
             "",
             '† a comparison the budget does not rank ("Which comparisons are ranked"): its '
@@ -457,16 +459,27 @@ def cend_section(cend: pd.DataFrame | None) -> list[str]:
             f"**NOT RANKED** ({_arms_and_c_ends(cend)}, on the study's tune scenario: "
             f"`results/tables/cend.md`), {cend['shortfall'].iloc[0]}; no winner is read {src}.",
         ]
-    for c_end, rows in cend.groupby("c_end", sort=True):
-        best = rows.sort_values("loss_mean").iloc[0]
-        sentence = f"- c_end {c_end:g}: lowest mean final loss `{best['arm']}`, " + (
+    return [*lines, *_best_per_c_end(cend, src, "the baseline")]
+
+
+def _best_per_c_end(table: pd.DataFrame, src: str, reference: str, itself: str = "") -> list[str]:
+    """One line per c_end of a ranked c_end or framework study table: the arm with the
+    lowest mean final loss (the first in table order on a tie) and its paired Δ vs
+    ``reference``, or ``itself`` when that arm is the reference."""
+    lines = []
+    for c_end, rows in table.groupby("c_end", sort=True):
+        best = rows.sort_values("loss_mean", kind="stable").iloc[0]
+        sentence = (
+            f"- c_end {c_end:g}: lowest mean final loss `{best['arm']}`, "
             f"{_num(best['loss_mean'])} Elo {_ci(best['loss_low'], best['loss_high'])}"
         )
         if not pd.isna(best["diff_low"]):
             sentence += (
-                f", Δ vs the baseline {_num(best['diff_mean'])} Elo, 95% CI "
+                f", Δ vs {reference} {_num(best['diff_mean'])} Elo, 95% CI "
                 f"{_ci(best['diff_low'], best['diff_high'])}, Holm p {_p(best['p_holm'])}"
             )
+        else:
+            sentence += itself
         lines.append(f"{sentence} {src}.")
     return lines
 
@@ -567,21 +580,7 @@ def frameworks_section(frameworks: pd.DataFrame | None) -> list[str]:
             f"**NOT RANKED** ({_arms_and_c_ends(frameworks)}: `results/tables/frameworks.md`), "
             f"{frameworks['shortfall'].iloc[0]}; no framework or rule is read as better {src}.",
         ]
-    for c_end, rows in ranked.groupby("c_end", sort=True):
-        best = rows.sort_values("loss_mean", kind="stable").iloc[0]
-        sentence = (
-            f"- c_end {c_end:g}: lowest mean final loss `{best['arm']}`, "
-            f"{_num(best['loss_mean'])} Elo {_ci(best['loss_low'], best['loss_high'])}"
-        )
-        if not pd.isna(best["diff_low"]):
-            sentence += (
-                f", Δ vs the reference {_num(best['diff_mean'])} Elo, 95% CI "
-                f"{_ci(best['diff_low'], best['diff_high'])}, Holm p {_p(best['p_holm'])}"
-            )
-        else:
-            sentence += " (the reference itself)"
-        lines.append(f"{sentence} {src}.")
-    return lines
+    return [*lines, *_best_per_c_end(ranked, src, "the reference", " (the reference itself)")]
 
 
 def _budget_arm(row: pd.Series) -> str:
